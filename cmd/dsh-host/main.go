@@ -1,0 +1,71 @@
+// Command dsh-host runs shell commands through an out-of-process executor
+// plugin.
+//
+//	dsh-host run [--executor NAME|PATH] [--timeout D] [--workdir DIR] [--json] -- COMMAND
+//
+// The built-in executors (bash-local) are served by this same binary,
+// re-executed as a plugin process; --executor PATH runs an external plugin
+// binary instead.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
+)
+
+// builtins are the executors this binary serves under `plugin serve NAME`.
+var builtins = map[string]func() pluginapi.ShellExecutor{
+	bashlocal.Name: func() pluginapi.ShellExecutor { return bashlocal.New() },
+}
+
+// defaultExecutor is what runs when --executor is not given.
+const defaultExecutor = bashlocal.Name
+
+const usage = `usage:
+  dsh-host run [--executor NAME|PATH] [--timeout DURATION] [--workdir DIR] [--json] -- COMMAND
+
+Runs COMMAND with bash through an executor plugin and prints its output, then
+the exit marker. Exits with the command's status, 124 when it timed out,
+128+N when a signal N killed it, 125 when it could not run.
+`
+
+func main() {
+	os.Exit(dispatch(os.Args[1:]))
+}
+
+func dispatch(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:])
+	case "plugin":
+		return pluginCmd(args[1:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "dsh-host: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// pluginCmd serves a built-in executor: `dsh-host plugin serve NAME`. A host
+// runs it; it is not for people.
+func pluginCmd(args []string) int {
+	if len(args) != 2 || args[0] != "serve" {
+		fmt.Fprintln(os.Stderr, "usage: dsh-host plugin serve NAME (run by a host, not by hand)")
+		return 2
+	}
+	newExecutor, ok := builtins[args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "dsh-host plugin serve: no built-in executor %q\n", args[1])
+		return 2
+	}
+	pluginapi.Serve(newExecutor())
+	return 0
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// Exit statuses of `dsh-host run` beyond the command's own.
+const (
+	exitTimedOut = 124
+	exitCannot   = 125
+	exitUsage    = 2
+)
+
+// closeTimeout bounds the teardown after the command settled.
+const closeTimeout = 15 * time.Second
+
+func runCmd(args []string) int {
+	fs := flag.NewFlagSet("dsh-host run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	executor := fs.String("executor", defaultExecutor, "built-in executor name or plugin binary path")
+	timeout := fs.Duration("timeout", 0, "foreground timeout (default: the executor's, 120s)")
+	workdir := fs.String("workdir", "", "working directory (default: the current one)")
+	asJSON := fs.Bool("json", false, "print the run result as JSON")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "dsh-host run: %v\n%s", err, usage)
+		return exitUsage
+	}
+	command := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(command) == "" {
+		fmt.Fprintf(os.Stderr, "dsh-host run: no command given\n%s", usage)
+		return exitUsage
+	}
+	if *timeout < 0 || (*timeout > 0 && *timeout < time.Millisecond) {
+		fmt.Fprintf(os.Stderr, "dsh-host run: --timeout %s is not a positive duration of at least 1ms\n", *timeout)
+		return exitUsage
+	}
+	ex, err := resolveExecutor(*executor)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", err)
+		return exitUsage
+	}
+
+	// SIGINT and SIGTERM abort the command; the result still settles.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	h, err := host.Launch(ctx, host.Options{Executor: ex, Logger: cliLogger()})
+	if err != nil {
+		return cannot(err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		if err := h.Close(cctx); err != nil {
+			fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", cliError(err))
+		}
+	}()
+
+	shell := h.Shell()
+	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{
+		Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds(),
+	})
+	if err != nil {
+		return cannot(err)
+	}
+	var res pluginapi.RunResult
+	var out *liveOutput
+	if live, ok := shell.(pluginapi.LiveRunner); ok && !*asJSON {
+		out = &liveOutput{}
+		res, err = live.RunLive(ctx, spec, out.write)
+	} else {
+		res, err = shell.Run(ctx, spec)
+	}
+	if err != nil {
+		return cannot(err)
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	} else {
+		if out == nil {
+			out = &liveOutput{}
+			out.write(pluginapi.Stdout, []byte(res.Stdout.Text))
+			out.write(pluginapi.Stderr, []byte(res.Stderr.Text))
+		}
+		out.finish(res)
+	}
+	return exitStatus(res)
+}
+
+// resolveExecutor reads --executor: a built-in name, or a path to a plugin
+// binary.
+func resolveExecutor(name string) (host.Executor, error) {
+	if _, ok := builtins[name]; ok {
+		return host.BuiltinExecutor(name)
+	}
+	if strings.ContainsRune(name, os.PathSeparator) {
+		if fi, err := os.Stat(name); err != nil || fi.IsDir() {
+			return host.Executor{}, fmt.Errorf("--executor %s: not a plugin binary", name)
+		}
+		return host.Executor{Name: name, Path: name}, nil
+	}
+	names := make([]string, 0, len(builtins))
+	for n := range builtins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return host.Executor{}, fmt.Errorf("--executor %q: no such built-in executor (built-in: %s; or give a path)",
+		name, strings.Join(names, ", "))
+}
+
+// liveOutput copies a command's streams to ours as they arrive and
+// remembers whether stdout ended in a newline, so the marker gets its own
+// line.
+type liveOutput struct {
+	mu          sync.Mutex
+	wrote       bool
+	endsNewline bool
+}
+
+func (o *liveOutput) write(st pluginapi.Stream, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w := os.Stdout
+	if st == pluginapi.Stderr {
+		w = os.Stderr
+	} else {
+		o.wrote = true
+		o.endsNewline = data[len(data)-1] == '\n'
+	}
+	_, _ = w.Write(data)
+}
+
+// finish prints the notes and the marker line after the output.
+func (o *liveOutput) finish(res pluginapi.RunResult) {
+	if res.TimedOut {
+		fmt.Fprintf(os.Stderr, "dsh-host run: timed out after %s; the command's process group was killed\n",
+			time.Duration(res.TimeoutMs)*time.Millisecond)
+	}
+	if res.Aborted {
+		fmt.Fprintf(os.Stderr, "dsh-host run: aborted (%s); the command's process group was killed\n", res.AbortReason)
+	}
+	marker := pluginapi.Render("", res.ExitStatus())
+	if marker == "" {
+		return
+	}
+	if o.wrote && !o.endsNewline {
+		fmt.Fprintln(os.Stdout)
+	}
+	fmt.Fprintln(os.Stdout, strings.TrimPrefix(marker, "\n"))
+}
+
+// exitStatus maps a result to this process's exit status.
+func exitStatus(res pluginapi.RunResult) int {
+	switch {
+	case res.TimedOut:
+		return exitTimedOut
+	case res.Signal != "":
+		if n := unix.SignalNum(res.Signal); n != 0 {
+			return 128 + int(n)
+		}
+		return 128
+	case res.ExitCode != nil:
+		return *res.ExitCode
+	}
+	return 0
+}
+
+// cannot reports an infrastructure failure and returns its exit status.
+func cannot(err error) int {
+	fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", cliError(err))
+	return exitCannot
+}
+
+// cliError drops the package prefixes that mean nothing to a person.
+func cliError(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"pluginapi: ", "host: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+// cliLogger logs warnings and errors to stderr; DSH_LOG_LEVEL changes the
+// level (trace, debug, info, warn, error, off).
+func cliLogger() hclog.Logger {
+	level := hclog.Warn
+	if v := os.Getenv("DSH_LOG_LEVEL"); v != "" {
+		level = hclog.LevelFromString(v)
+		if level == hclog.NoLevel {
+			level = hclog.Warn
+		}
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: level})
+}
+

@@ -1,0 +1,157 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// ServeArgs are the arguments a dsh-host binary takes to serve one of its
+// built-in executors as a plugin: `dsh-host plugin serve NAME`.
+func ServeArgs(name string) []string { return []string{"plugin", "serve", name} }
+
+// Executor says which plugin binary to launch.
+type Executor struct {
+	// Name identifies the executor in logs and errors.
+	Name string
+	// Path is the plugin binary; Args are its arguments.
+	Path string
+	Args []string
+	// Checksum, when set, is the SHA-256 the binary must have.
+	Checksum []byte
+}
+
+// BuiltinExecutor is the executor the running binary serves itself under
+// `plugin serve NAME`: still a separate process, over go-plugin.
+func BuiltinExecutor(name string) (Executor, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return Executor{}, fmt.Errorf("host: locating this binary to serve %s: %w", name, err)
+	}
+	return Executor{Name: name, Path: self, Args: ServeArgs(name)}, nil
+}
+
+// Options configure Launch.
+type Options struct {
+	Executor Executor
+	// Logger receives the host's and the plugin's logs; nil discards them.
+	Logger hclog.Logger
+	// StartTimeout bounds the plugin's start and handshake; zero means 10 s.
+	StartTimeout time.Duration
+}
+
+// ErrLaunch wraps every failure to start or check a plugin.
+var ErrLaunch = errors.New("host: launching executor")
+
+// Host is a mounted executor plugin.
+type Host struct {
+	client *plugin.Client
+	shell  pluginapi.ShellExecutor
+	desc   pluginapi.Description
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Launch starts the executor plugin, connects to it over gRPC, and checks
+// that it provides the shell service in the shell settings namespace. On
+// failure nothing is left running.
+func Launch(ctx context.Context, opts Options) (*Host, error) {
+	ex := opts.Executor
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	var secure *plugin.SecureConfig
+	if len(ex.Checksum) > 0 {
+		secure = &plugin.SecureConfig{Checksum: ex.Checksum, Hash: sha256.New()}
+	}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  pluginapi.Handshake,
+		VersionedPlugins: pluginapi.PluginSets(),
+		Cmd:              exec.Command(ex.Path, ex.Args...),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SecureConfig:     secure,
+		StartTimeout:     timeout,
+		Logger:           logger.Named(ex.Name),
+	})
+	fail := func(err error) (*Host, error) {
+		client.Kill()
+		return nil, fmt.Errorf("%w %s (%s): %w", ErrLaunch, ex.Name, ex.Path, err)
+	}
+	rpc, err := client.Client()
+	if err != nil {
+		return fail(err)
+	}
+	raw, err := rpc.Dispense(pluginapi.PluginName)
+	if err != nil {
+		return fail(err)
+	}
+	shell, ok := raw.(pluginapi.ShellExecutor)
+	if !ok {
+		return fail(fmt.Errorf("plugin %q is a %T, not a ShellExecutor", pluginapi.PluginName, raw))
+	}
+	desc, err := shell.Describe(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("describe: %w", err))
+	}
+	if !slices.Contains(desc.Services, pluginapi.ServiceShell) {
+		return fail(fmt.Errorf("executor %s does not provide the %q service (it provides %v)",
+			desc.Name, pluginapi.ServiceShell, desc.Services))
+	}
+	if desc.SettingsNamespace != pluginapi.SettingsNamespace {
+		return fail(fmt.Errorf("executor %s registers settings namespace %q, not %q",
+			desc.Name, desc.SettingsNamespace, pluginapi.SettingsNamespace))
+	}
+	return &Host{client: client, shell: shell, desc: desc}, nil
+}
+
+// Shell is the mounted executor.
+func (h *Host) Shell() pluginapi.ShellExecutor { return h.shell }
+
+// Description is what the executor said about itself at launch.
+func (h *Host) Description() pluginapi.Description { return h.desc }
+
+// PluginPID is the process id of the plugin, or 0 once it has exited.
+func (h *Host) PluginPID() int {
+	if h.client.Exited() {
+		return 0
+	}
+	if rc := h.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Close terminates and joins every process the executor still runs, then
+// stops the plugin (gracefully, then by force). Safe to call twice.
+func (h *Host) Close(ctx context.Context) error {
+	h.closeOnce.Do(func() {
+		if !h.client.Exited() {
+			if err := h.shell.Close(ctx); err != nil {
+				h.closeErr = fmt.Errorf("host: closing executor %s: %w", h.desc.Name, err)
+			}
+		}
+		h.client.Kill()
+	})
+	return h.closeErr
+}

@@ -1,0 +1,241 @@
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// MaxRequestBytes bounds one request message on the wire, well under gRPC's
+// 4 MiB default. A larger request fails with ErrRequestTooLarge before it is
+// sent.
+const MaxRequestBytes = 3 << 20
+
+// abortSettleMargin is how long, beyond the spec's kill grace, the client
+// waits for an aborted Run to settle before it gives up on the plugin.
+const abortSettleMargin = 5 * time.Second
+
+// grpcClient is a ShellExecutor backed by a plugin over gRPC.
+type grpcClient struct {
+	client pb.ShellExecutorClient
+	// life is done when the plugin process has exited.
+	life context.Context
+}
+
+var (
+	_ ShellExecutor = (*grpcClient)(nil)
+	_ LiveRunner    = (*grpcClient)(nil)
+)
+
+// NewClient returns a ShellExecutor speaking to a plugin over conn. life is
+// done when the plugin is gone; calls in flight then fail with
+// ErrPluginUnavailable rather than the caller's context error.
+func NewClient(life context.Context, conn grpc.ClientConnInterface) ShellExecutor {
+	return &grpcClient{client: pb.NewShellExecutorClient(conn), life: life}
+}
+
+func checkSize(m proto.Message) error {
+	if n := proto.Size(m); n > MaxRequestBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrRequestTooLarge, n, MaxRequestBytes)
+	}
+	return nil
+}
+
+func (c *grpcClient) Describe(ctx context.Context) (Description, error) {
+	resp, err := c.client.Describe(ctx, &pb.DescribeRequest{})
+	if err != nil {
+		return Description{}, fromStatus(ctx, err)
+	}
+	return describeFromProto(resp), nil
+}
+
+func (c *grpcClient) Resolve(ctx context.Context, req ExecRequest) (ExecSpec, error) {
+	msg := &pb.ResolveRequest{Request: requestToProto(req)}
+	if err := checkSize(msg); err != nil {
+		return ExecSpec{}, err
+	}
+	resp, err := c.client.Resolve(ctx, msg)
+	if err != nil {
+		return ExecSpec{}, fromStatus(ctx, err)
+	}
+	return specFromProto(resp.GetSpec()), nil
+}
+
+func (c *grpcClient) Run(ctx context.Context, spec ExecSpec) (RunResult, error) {
+	return c.RunLive(ctx, spec, nil)
+}
+
+// RunLive runs spec over a Run stream that lives as long as the plugin, not
+// as long as ctx: cancelling ctx sends an abort and still waits for the
+// settled result, so an aborted run reports what it printed and how it died.
+func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(Stream, []byte)) (RunResult, error) {
+	if err := ctx.Err(); err != nil {
+		return RunResult{}, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
+	}
+	start := &pb.RunInput{Input: &pb.RunInput_Start{Start: &pb.RunStart{
+		Spec: specToProto(spec), StreamOutput: onOutput != nil,
+	}}}
+	if err := checkSize(start); err != nil {
+		return RunResult{}, err
+	}
+	sctx, cancel := context.WithCancel(c.life)
+	defer cancel()
+	stream, err := c.client.Run(sctx)
+	if err != nil {
+		return RunResult{}, fromStatus(ctx, err)
+	}
+	if err := stream.Send(start); err != nil {
+		return RunResult{}, c.streamErr(ctx, stream)
+	}
+
+	var gaveUp sync.Mutex
+	var giveUp *time.Timer
+	stopAbort := context.AfterFunc(ctx, func() {
+		reason := context.Cause(ctx).Error()
+		_ = stream.Send(&pb.RunInput{Input: &pb.RunInput_Abort{Abort: &pb.RunAbort{Reason: reason}}})
+		gaveUp.Lock()
+		giveUp = time.AfterFunc(spec.KillGrace()+abortSettleMargin, cancel)
+		gaveUp.Unlock()
+	})
+	defer func() {
+		stopAbort()
+		gaveUp.Lock()
+		if giveUp != nil {
+			giveUp.Stop()
+		}
+		gaveUp.Unlock()
+	}()
+
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if ctx.Err() != nil && sctx.Err() != nil && c.life.Err() == nil {
+				return RunResult{}, fmt.Errorf("%w: the command did not settle within %s of the abort",
+					ErrPluginUnavailable, spec.KillGrace()+abortSettleMargin)
+			}
+			if errors.Is(err, io.EOF) {
+				return RunResult{}, fmt.Errorf("%w: Run stream ended without a result", ErrPluginUnavailable)
+			}
+			return RunResult{}, fromStatus(context.WithoutCancel(ctx), err)
+		}
+		switch e := ev.GetEvent().(type) {
+		case *pb.RunEvent_Output:
+			if onOutput != nil {
+				onOutput(streamFromProto(e.Output.GetStream()), e.Output.GetData())
+			}
+		case *pb.RunEvent_Result:
+			return resultFromProto(e.Result), nil
+		}
+	}
+}
+
+// streamErr reads the status a stream ended with after a failed Send.
+func (c *grpcClient) streamErr(ctx context.Context, stream grpc.BidiStreamingClient[pb.RunInput, pb.RunEvent]) error {
+	_, err := stream.Recv()
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: Run stream closed", ErrPluginUnavailable)
+	}
+	return fromStatus(ctx, err)
+}
+
+func (c *grpcClient) Start(ctx context.Context, spec ExecSpec) (ShellProcess, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
+	}
+	msg := &pb.StartRequest{Spec: specToProto(spec)}
+	if err := checkSize(msg); err != nil {
+		return nil, err
+	}
+	resp, err := c.client.Start(ctx, msg)
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	p := &remoteProcess{c: c, id: resp.GetProcessId(), done: make(chan struct{})}
+	go p.watch(ctx)
+	return p, nil
+}
+
+func (c *grpcClient) Close(ctx context.Context) error {
+	if _, err := c.client.Close(ctx, &pb.CloseRequest{}); err != nil {
+		return fromStatus(ctx, err)
+	}
+	return nil
+}
+
+// remoteProcess is a background process living in the plugin. One Wait call
+// per process runs for as long as the process does; local Waits read its
+// outcome.
+type remoteProcess struct {
+	c    *grpcClient
+	id   string
+	done chan struct{}
+	exit ProcessExit
+}
+
+// killTimeout bounds the Kill sent when a Start's ctx is cancelled.
+const killTimeout = 30 * time.Second
+
+// watch waits for the process to finish, and kills it if ctx (the Start
+// call's) is cancelled first.
+func (p *remoteProcess) watch(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		kctx, cancel := context.WithTimeout(p.c.life, killTimeout)
+		defer cancel()
+		_, _ = p.c.client.Kill(kctx, &pb.KillRequest{ProcessId: p.id, Reason: context.Cause(ctx).Error()})
+	})
+	defer stop()
+	resp, err := p.c.client.Wait(p.c.life, &pb.WaitRequest{ProcessId: p.id})
+	if err != nil {
+		p.exit = ProcessExit{Killed: true, KillReason: fromStatus(p.c.life, err).Error()}
+	} else {
+		p.exit = exitFromProto(resp.GetExit())
+	}
+	close(p.done)
+}
+
+func (p *remoteProcess) ID() string { return p.id }
+
+func (p *remoteProcess) Kill(ctx context.Context) (bool, error) {
+	select {
+	case <-p.done:
+		return false, nil
+	default:
+	}
+	resp, err := p.c.client.Kill(ctx, &pb.KillRequest{ProcessId: p.id, Reason: "killed by the caller"})
+	if err != nil {
+		select {
+		case <-p.done:
+			return false, nil
+		default:
+		}
+		return false, fromStatus(ctx, err)
+	}
+	return resp.GetKilled(), nil
+}
+
+func (p *remoteProcess) ReadOutput(ctx context.Context) (OutputRead, error) {
+	resp, err := p.c.client.ReadOutput(ctx, &pb.ReadOutputRequest{ProcessId: p.id})
+	if err != nil {
+		return OutputRead{}, fromStatus(ctx, err)
+	}
+	return OutputRead{
+		Delta: string(resp.GetDelta()), Lossy: resp.GetLossy(),
+		StdoutSpillPath: resp.GetStdoutSpillPath(), StderrSpillPath: resp.GetStderrSpillPath(),
+	}, nil
+}
+
+func (p *remoteProcess) Wait(ctx context.Context) (ProcessExit, error) {
+	select {
+	case <-p.done:
+		return p.exit, nil
+	case <-ctx.Done():
+		return ProcessExit{}, ctx.Err()
+	}
+}

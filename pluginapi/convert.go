@@ -1,0 +1,161 @@
+package pluginapi
+
+import (
+	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
+)
+
+// Conversions between the Go vocabulary and the wire messages. Each pair is
+// an exact inverse; the fuzz and round-trip tests hold them to it.
+
+func describeToProto(d Description) *pb.DescribeResponse {
+	return &pb.DescribeResponse{
+		Name: d.Name, Version: d.Version, Platform: d.Platform,
+		SandboxMode: string(d.SandboxMode), SettingsNamespace: d.SettingsNamespace,
+		SettingsSchema: d.SettingsSchema, Services: d.Services,
+	}
+}
+
+func describeFromProto(p *pb.DescribeResponse) Description {
+	return Description{
+		Name: p.GetName(), Version: p.GetVersion(), Platform: p.GetPlatform(),
+		SandboxMode: SandboxMode(p.GetSandboxMode()), SettingsNamespace: p.GetSettingsNamespace(),
+		SettingsSchema: p.GetSettingsSchema(), Services: p.GetServices(),
+	}
+}
+
+func requestToProto(r ExecRequest) *pb.ExecRequest {
+	return &pb.ExecRequest{
+		Command: []byte(r.Command), Workdir: r.Workdir, TimeoutMs: r.TimeoutMs, Stdin: r.Stdin,
+		Env: r.Env, DshEnv: r.DshEnv, StdoutMaxBytes: r.StdoutMaxBytes, StderrMaxBytes: r.StderrMaxBytes,
+		SandboxMode: string(r.SandboxMode),
+	}
+}
+
+func requestFromProto(p *pb.ExecRequest) ExecRequest {
+	return ExecRequest{
+		Command: string(p.GetCommand()), Workdir: p.GetWorkdir(), TimeoutMs: p.GetTimeoutMs(),
+		Stdin: p.GetStdin(), Env: p.GetEnv(), DshEnv: p.GetDshEnv(),
+		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
+		SandboxMode: SandboxMode(p.GetSandboxMode()),
+	}
+}
+
+func specToProto(s ExecSpec) *pb.ExecSpec {
+	return &pb.ExecSpec{
+		Command: []byte(s.Command), Workdir: s.Workdir, TimeoutMs: s.TimeoutMs, Stdin: s.Stdin,
+		Env: s.Env, DshEnv: s.DshEnv, StdoutMaxBytes: s.StdoutMaxBytes, StderrMaxBytes: s.StderrMaxBytes,
+		SandboxMode: string(s.SandboxMode), KillGraceMs: s.KillGraceMs,
+	}
+}
+
+func specFromProto(p *pb.ExecSpec) ExecSpec {
+	return ExecSpec{
+		Command: string(p.GetCommand()), Workdir: p.GetWorkdir(), TimeoutMs: p.GetTimeoutMs(),
+		Stdin: p.GetStdin(), Env: p.GetEnv(), DshEnv: p.GetDshEnv(),
+		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
+		SandboxMode: SandboxMode(p.GetSandboxMode()), KillGraceMs: p.GetKillGraceMs(),
+	}
+}
+
+func outputToProto(o CollectedOutput) *pb.CollectedOutput {
+	return &pb.CollectedOutput{
+		Text: []byte(o.Text), TotalBytes: o.TotalBytes, Truncated: o.Truncated,
+		SpillPath: o.SpillPath, SpillTruncated: o.SpillTruncated,
+	}
+}
+
+func outputFromProto(p *pb.CollectedOutput) CollectedOutput {
+	return CollectedOutput{
+		Text: string(p.GetText()), TotalBytes: p.GetTotalBytes(), Truncated: p.GetTruncated(),
+		SpillPath: p.GetSpillPath(), SpillTruncated: p.GetSpillTruncated(),
+	}
+}
+
+func sandboxToProto(s *SandboxFacts) *pb.SandboxFacts {
+	if s == nil {
+		return nil
+	}
+	return &pb.SandboxFacts{
+		Mode: string(s.Mode), Enforced: s.Enforced, LikelyDenial: s.LikelyDenial,
+		Evidence: s.Evidence, RunnerFailure: s.RunnerFailure,
+	}
+}
+
+func sandboxFromProto(p *pb.SandboxFacts) *SandboxFacts {
+	if p == nil {
+		return nil
+	}
+	return &SandboxFacts{
+		Mode: SandboxMode(p.GetMode()), Enforced: p.GetEnforced(), LikelyDenial: p.GetLikelyDenial(),
+		Evidence: p.GetEvidence(), RunnerFailure: p.GetRunnerFailure(),
+	}
+}
+
+func exitCodeToProto(c *int) *int32 {
+	if c == nil {
+		return nil
+	}
+	v := int32(*c)
+	return &v
+}
+
+func exitCodeFromProto(c *int32) *int {
+	if c == nil {
+		return nil
+	}
+	v := int(*c)
+	return &v
+}
+
+func resultToProto(r RunResult) *pb.RunResult {
+	return &pb.RunResult{
+		ExitCode: exitCodeToProto(r.ExitCode), Signal: r.Signal, TimedOut: r.TimedOut,
+		Aborted: r.Aborted, AbortReason: r.AbortReason, TimeoutMs: r.TimeoutMs,
+		Stdout: outputToProto(r.Stdout), Stderr: outputToProto(r.Stderr), DurationMs: r.DurationMs,
+		Sandbox: sandboxToProto(r.Sandbox), LeftoversKilled: int32(r.LeftoversKilled),
+	}
+}
+
+func resultFromProto(p *pb.RunResult) RunResult {
+	return RunResult{
+		ExitCode: exitCodeFromProto(p.ExitCode), Signal: p.GetSignal(), TimedOut: p.GetTimedOut(),
+		Aborted: p.GetAborted(), AbortReason: p.GetAbortReason(), TimeoutMs: p.GetTimeoutMs(),
+		Stdout: outputFromProto(p.GetStdout()), Stderr: outputFromProto(p.GetStderr()),
+		DurationMs: p.GetDurationMs(), Sandbox: sandboxFromProto(p.GetSandbox()),
+		LeftoversKilled: int(p.GetLeftoversKilled()),
+	}
+}
+
+func exitToProto(e ProcessExit) *pb.ProcessExit {
+	return &pb.ProcessExit{
+		ExitCode: exitCodeToProto(e.ExitCode), Signal: e.Signal, Killed: e.Killed,
+		KillReason: e.KillReason, DurationMs: e.DurationMs,
+	}
+}
+
+func exitFromProto(p *pb.ProcessExit) ProcessExit {
+	return ProcessExit{
+		ExitCode: exitCodeFromProto(p.ExitCode), Signal: p.GetSignal(), Killed: p.GetKilled(),
+		KillReason: p.GetKillReason(), DurationMs: p.GetDurationMs(),
+	}
+}
+
+func streamToProto(s Stream) pb.Stream {
+	switch s {
+	case Stdout:
+		return pb.Stream_STREAM_STDOUT
+	case Stderr:
+		return pb.Stream_STREAM_STDERR
+	}
+	return pb.Stream_STREAM_UNSPECIFIED
+}
+
+func streamFromProto(s pb.Stream) Stream {
+	switch s {
+	case pb.Stream_STREAM_STDOUT:
+		return Stdout
+	case pb.Stream_STREAM_STDERR:
+		return Stderr
+	}
+	return 0
+}

@@ -1,0 +1,58 @@
+package pluginapi
+
+import "context"
+
+// SettingsNamespace is the settings section every shell executor registers,
+// whatever its implementation: it names the capability, not the provider.
+const SettingsNamespace = "shell"
+
+// ServiceShell is the service name a shell executor provides to a host.
+const ServiceShell = "shell"
+
+// ShellExecutor runs shell commands. Every method takes ctx first.
+//
+// Cancelling ctx means: for Describe, Resolve, Close, ReadOutput, Kill and
+// Wait, the caller stopped waiting; for Run, abort the command (the seam's
+// AbortSignal: the result settles with Aborted set); for Start, kill the
+// background process (it otherwise runs until Kill or Close).
+type ShellExecutor interface {
+	// Describe says who the executor is and what it offers.
+	Describe(ctx context.Context) (Description, error)
+	// Resolve fills defaults into req and caps every field. Run and Start
+	// accept only what Resolve returned.
+	Resolve(ctx context.Context, req ExecRequest) (ExecSpec, error)
+	// Run executes spec in the foreground and returns when it has finished.
+	// It returns an error only for infrastructure failures (ErrUnusableWorkdir,
+	// ErrMissingShell, ErrAbortedBeforeStart, ErrSpecNotResolved, a broken
+	// connection); a nonzero exit, a timeout kill and an abort kill are
+	// described by the result.
+	Run(ctx context.Context, spec ExecSpec) (RunResult, error)
+	// Start begins spec in the background and returns at once. It ignores
+	// TimeoutMs: the process runs until it exits, Kill, Close, or ctx is done.
+	Start(ctx context.Context, spec ExecSpec) (ShellProcess, error)
+	// Close terminates and awaits every process the executor still runs.
+	// It is safe to call more than once.
+	Close(ctx context.Context) error
+}
+
+// LiveRunner is implemented by executors that can report a foreground
+// command's output while it runs. onOutput is called from one goroutine at a
+// time, in the order the bytes were read; it must not retain data.
+type LiveRunner interface {
+	RunLive(ctx context.Context, spec ExecSpec, onOutput func(stream Stream, data []byte)) (RunResult, error)
+}
+
+// ShellProcess is a background process started by ShellExecutor.Start.
+type ShellProcess interface {
+	// ID names the process within its executor.
+	ID() string
+	// Kill terminates the process and its descendants. It reports false when
+	// the process had already finished. Safe to call more than once.
+	Kill(ctx context.Context) (bool, error)
+	// ReadOutput returns what the process wrote since the previous read;
+	// consecutive reads never deliver the same bytes twice.
+	ReadOutput(ctx context.Context) (OutputRead, error)
+	// Wait blocks until the process has finished, or ctx is done. A process
+	// always finishes: a spawn failure finishes as killed, its error on stderr.
+	Wait(ctx context.Context) (ProcessExit, error)
+}

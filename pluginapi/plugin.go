@@ -1,0 +1,125 @@
+package pluginapi
+
+import (
+	"context"
+	"os"
+	"time"
+
+	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// ProtocolVersion is the go-plugin protocol version of shellexec.v1.
+const ProtocolVersion = 1
+
+// PluginName is the name the shell executor plugin is dispensed under.
+const PluginName = "shell"
+
+// Handshake is the go-plugin handshake between a dsh-host and an executor.
+// The cookie is not a secret: it stops a user from running a plugin binary
+// by hand and wondering why it prints a handshake line.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "DSH_SHELL_EXECUTOR_PLUGIN",
+	MagicCookieValue: "b9e3d2f4-6a1c-4f0e-9d57-shellexec-v1",
+}
+
+// PluginSets is the versioned plugin set a host passes to go-plugin: one
+// entry per protocol version it speaks.
+func PluginSets() map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{
+		ProtocolVersion: {PluginName: &ShellPlugin{}},
+	}
+}
+
+// ShellPlugin is the go-plugin glue for a ShellExecutor over gRPC. Hosts use
+// it with a nil Impl; Serve fills Impl in the plugin process.
+type ShellPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl ShellExecutor
+	// Life bounds background processes started through the server side.
+	Life context.Context
+}
+
+var _ plugin.GRPCPlugin = (*ShellPlugin)(nil)
+
+// GRPCServer registers the executor on the plugin's gRPC server.
+func (p *ShellPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	life := p.Life
+	if life == nil {
+		life = context.Background()
+	}
+	pb.RegisterShellExecutorServer(s, newGRPCServer(life, p.Impl))
+	return nil
+}
+
+// GRPCClient returns a ShellExecutor that calls the plugin. ctx is done when
+// the plugin process exits.
+func (p *ShellPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return NewClient(ctx, conn), nil
+}
+
+// parentPollInterval is how often a plugin checks that its host is alive.
+const parentPollInterval = 200 * time.Millisecond
+
+// closeTimeout bounds the Close a plugin runs on its executor when it stops.
+const closeTimeout = 30 * time.Second
+
+// Serve runs impl as a shell executor plugin, speaking the handshake on
+// stdout; call it from main. Nothing may write to stdout before it. When the
+// host shuts the plugin down, or the host process dies, Serve closes impl
+// (terminating everything it still runs) and returns.
+func Serve(impl ShellExecutor) {
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name: "executor", Output: os.Stderr, JSONFormat: true, Level: hclog.Info,
+	})
+	life, stop := context.WithCancel(context.Background())
+	defer stop()
+
+	hostPID := os.Getppid()
+	hostGone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(parentPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-life.Done():
+				return
+			case <-t.C:
+				if os.Getppid() != hostPID {
+					close(hostGone)
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		select {
+		case <-hostGone:
+			logger.Warn("host process is gone; terminating every process and exiting")
+			stop()
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			_ = impl.Close(ctx)
+			cancel()
+			os.Exit(1)
+		case <-life.Done():
+		}
+	}()
+
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{
+			ProtocolVersion: {PluginName: &ShellPlugin{Impl: impl, Life: life}},
+		},
+		GRPCServer: plugin.DefaultGRPCServer,
+		Logger:     logger,
+	})
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := impl.Close(ctx); err != nil {
+		logger.Error("closing the executor", "error", err)
+	}
+}

@@ -1,0 +1,192 @@
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// outputChunkBytes bounds the data of one OutputChunk, far below any gRPC
+// message limit.
+const outputChunkBytes = 64 << 10
+
+// errHostGone is the abort cause when the host's end of a Run stream breaks.
+var errHostGone = errors.New("connection to the host was lost")
+
+// grpcServer serves a ShellExecutor implementation over gRPC.
+type grpcServer struct {
+	pb.UnimplementedShellExecutorServer
+	impl ShellExecutor
+	// life bounds the background processes started through this server:
+	// they outlive the Start call, not the server.
+	life context.Context
+
+	mu    sync.Mutex
+	procs map[string]ShellProcess
+}
+
+func newGRPCServer(life context.Context, impl ShellExecutor) *grpcServer {
+	return &grpcServer{impl: impl, life: life, procs: map[string]ShellProcess{}}
+}
+
+func (s *grpcServer) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	d, err := s.impl.Describe(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return describeToProto(d), nil
+}
+
+func (s *grpcServer) Resolve(ctx context.Context, req *pb.ResolveRequest) (*pb.ResolveResponse, error) {
+	spec, err := s.impl.Resolve(ctx, requestFromProto(req.GetRequest()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ResolveResponse{Spec: specToProto(spec)}, nil
+}
+
+// abortCause is the cause a host's RunAbort carries into the command's ctx.
+type abortCause struct{ reason string }
+
+func (a *abortCause) Error() string { return a.reason }
+
+func (s *grpcServer) Run(stream pb.ShellExecutor_RunServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "pluginapi: a Run stream must open with a start message")
+	}
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	go func() {
+		for {
+			in, err := stream.Recv()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					cancel(errHostGone)
+				}
+				return
+			}
+			if a := in.GetAbort(); a != nil {
+				reason := a.GetReason()
+				if reason == "" {
+					reason = "aborted by the caller"
+				}
+				cancel(&abortCause{reason: reason})
+			}
+		}
+	}()
+
+	spec := specFromProto(start.GetSpec())
+	var res RunResult
+	live, isLive := s.impl.(LiveRunner)
+	if start.GetStreamOutput() && isLive {
+		var sendMu sync.Mutex
+		var sendErr error
+		returned := false
+		onOutput := func(st Stream, data []byte) {
+			sendMu.Lock()
+			defer sendMu.Unlock()
+			for len(data) > 0 && sendErr == nil && !returned {
+				n := min(len(data), outputChunkBytes)
+				sendErr = stream.Send(&pb.RunEvent{Event: &pb.RunEvent_Output{
+					Output: &pb.OutputChunk{Stream: streamToProto(st), Data: data[:n]},
+				}})
+				data = data[n:]
+			}
+		}
+		res, err = live.RunLive(ctx, spec, onOutput)
+		sendMu.Lock()
+		returned = true
+		sendMu.Unlock()
+	} else {
+		res, err = s.impl.Run(ctx, spec)
+	}
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.Send(&pb.RunEvent{Event: &pb.RunEvent_Result{Result: resultToProto(res)}})
+}
+
+func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.StartResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrAbortedBeforeStart, err))
+	}
+	proc, err := s.impl.Start(s.life, specFromProto(req.GetSpec()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.procs[proc.ID()]; dup {
+		_, _ = proc.Kill(ctx)
+		return nil, status.Errorf(codes.Internal, "pluginapi: executor reused process id %q", proc.ID())
+	}
+	s.procs[proc.ID()] = proc
+	return &pb.StartResponse{ProcessId: proc.ID()}, nil
+}
+
+func (s *grpcServer) process(id string) (ShellProcess, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.procs[id]
+	if !ok {
+		return nil, toStatus(fmt.Errorf("%w: %q", ErrUnknownProcess, id))
+	}
+	return p, nil
+}
+
+func (s *grpcServer) ReadOutput(ctx context.Context, req *pb.ReadOutputRequest) (*pb.ReadOutputResponse, error) {
+	p, err := s.process(req.GetProcessId())
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.ReadOutput(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ReadOutputResponse{
+		Delta: []byte(r.Delta), Lossy: r.Lossy,
+		StdoutSpillPath: r.StdoutSpillPath, StderrSpillPath: r.StderrSpillPath,
+	}, nil
+}
+
+func (s *grpcServer) Kill(ctx context.Context, req *pb.KillRequest) (*pb.KillResponse, error) {
+	p, err := s.process(req.GetProcessId())
+	if err != nil {
+		return nil, err
+	}
+	killed, err := p.Kill(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.KillResponse{Killed: killed}, nil
+}
+
+func (s *grpcServer) Wait(ctx context.Context, req *pb.WaitRequest) (*pb.WaitResponse, error) {
+	p, err := s.process(req.GetProcessId())
+	if err != nil {
+		return nil, err
+	}
+	exit, err := p.Wait(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.WaitResponse{Exit: exitToProto(exit)}, nil
+}
+
+func (s *grpcServer) Close(ctx context.Context, _ *pb.CloseRequest) (*pb.CloseResponse, error) {
+	if err := s.impl.Close(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CloseResponse{}, nil
+}

@@ -1,0 +1,201 @@
+package pluginapi
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SandboxMode names a confinement, in the vocabulary agent users know. The
+// empty mode means "this executor does not sandbox".
+type SandboxMode string
+
+// The sandbox modes.
+const (
+	SandboxNone             SandboxMode = ""
+	SandboxReadOnly         SandboxMode = "read-only"
+	SandboxWorkspaceWrite   SandboxMode = "workspace-write"
+	SandboxDangerFullAccess SandboxMode = "danger-full-access"
+)
+
+// Stream names one of a command's output streams. The zero value is unset.
+type Stream int
+
+// The output streams.
+const (
+	Stdout Stream = iota + 1
+	Stderr
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	}
+	return "unset"
+}
+
+// Description is what an executor says about itself.
+type Description struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Platform string `json:"platform"`
+	// SandboxMode is the executor's default confinement; empty when the
+	// executor does not sandbox.
+	SandboxMode       SandboxMode `json:"sandboxMode,omitempty"`
+	SettingsNamespace string      `json:"settingsNamespace"`
+	// SettingsSchema is a JSON Schema document for the executor's settings.
+	SettingsSchema string   `json:"settingsSchema,omitempty"`
+	Services       []string `json:"services"`
+}
+
+// ExecRequest is what a caller asks for. Zero fields take the executor's
+// defaults in Resolve.
+type ExecRequest struct {
+	Command string
+	// Workdir is the working directory; empty means the executor's default.
+	Workdir   string
+	TimeoutMs int64
+	// Stdin is written to the command once at spawn, then closed. Without it
+	// the command reads /dev/null.
+	Stdin []byte
+	// Env is the trusted caller's environment, merged over the executor's
+	// model-friendly overrides.
+	Env map[string]string
+	// DshEnv is the managed environment: keys must match DSH_*, and nothing
+	// can displace them.
+	DshEnv         map[string]string
+	StdoutMaxBytes int64
+	StderrMaxBytes int64
+	// SandboxMode asks a sandboxing executor for a mode other than its
+	// default (after approval). Empty means the default.
+	SandboxMode SandboxMode
+}
+
+// ExecSpec is a request after Resolve: every field set and capped.
+type ExecSpec struct {
+	Command        string
+	Workdir        string
+	TimeoutMs      int64
+	Stdin          []byte
+	Env            map[string]string
+	DshEnv         map[string]string
+	StdoutMaxBytes int64
+	StderrMaxBytes int64
+	SandboxMode    SandboxMode
+	// KillGraceMs is how long a process has between SIGTERM and SIGKILL.
+	KillGraceMs int64
+}
+
+// Timeout is TimeoutMs as a duration.
+func (s ExecSpec) Timeout() time.Duration { return time.Duration(s.TimeoutMs) * time.Millisecond }
+
+// KillGrace is KillGraceMs as a duration.
+func (s ExecSpec) KillGrace() time.Duration { return time.Duration(s.KillGraceMs) * time.Millisecond }
+
+// CollectedOutput is one stream of a foreground command, as collected.
+type CollectedOutput struct {
+	// Text is the collected output: all of it, or when Truncated its head and
+	// tail within the cap, cut on UTF-8 boundaries.
+	Text       string `json:"text"`
+	TotalBytes int64  `json:"totalBytes"`
+	Truncated  bool   `json:"truncated"`
+	// SpillPath names a file holding the full stream, when there is one.
+	SpillPath string `json:"spillPath,omitempty"`
+	// SpillTruncated is set when the spill file stopped at its size cap.
+	SpillTruncated bool `json:"spillTruncated,omitempty"`
+}
+
+// SandboxFacts describe a sandboxed run. Only a sandboxing executor sets them.
+type SandboxFacts struct {
+	Mode SandboxMode `json:"mode"`
+	// Enforced lists the confinements that were in force.
+	Enforced []string `json:"enforced,omitempty"`
+	// LikelyDenial is set when the output suggests the sandbox refused
+	// something; Evidence holds the lines that suggest it.
+	LikelyDenial bool     `json:"likelyDenial"`
+	Evidence     []string `json:"evidence,omitempty"`
+	// RunnerFailure says why the command did not run confined (and so did
+	// not run at all).
+	RunnerFailure string `json:"runnerFailure,omitempty"`
+}
+
+// RunResult is the settled outcome of a foreground command.
+type RunResult struct {
+	// ExitCode is nil when the process died from a signal.
+	ExitCode *int
+	// Signal names the signal that ended the process ("SIGKILL"), or is empty.
+	Signal string
+	// TimedOut is set when the executor's timeout was the first interrupt
+	// cause; Aborted when the caller's cancellation was. Never both.
+	TimedOut    bool
+	Aborted     bool
+	AbortReason string
+	// TimeoutMs is the effective timeout of this run.
+	TimeoutMs  int64
+	Stdout     CollectedOutput
+	Stderr     CollectedOutput
+	DurationMs int64
+	// LeftoversKilled counts the processes the command left running that
+	// the executor killed after the shell exited.
+	LeftoversKilled int
+	Sandbox         *SandboxFacts
+}
+
+// MarshalJSON writes the result with camelCase fields, exitCode and signal
+// as null when absent.
+func (r RunResult) MarshalJSON() ([]byte, error) {
+	var signal *string
+	if r.Signal != "" {
+		signal = &r.Signal
+	}
+	return json.Marshal(struct {
+		ExitCode        *int            `json:"exitCode"`
+		Signal          *string         `json:"signal"`
+		TimedOut        bool            `json:"timedOut"`
+		Aborted         bool            `json:"aborted"`
+		AbortReason     string          `json:"abortReason,omitempty"`
+		TimeoutMs       int64           `json:"timeoutMs"`
+		Stdout          CollectedOutput `json:"stdout"`
+		Stderr          CollectedOutput `json:"stderr"`
+		DurationMs      int64           `json:"durationMs"`
+		LeftoversKilled int             `json:"leftoversKilled,omitempty"`
+		Sandbox         *SandboxFacts   `json:"sandbox,omitempty"`
+	}{r.ExitCode, signal, r.TimedOut, r.Aborted, r.AbortReason, r.TimeoutMs, r.Stdout, r.Stderr,
+		r.DurationMs, r.LeftoversKilled, r.Sandbox})
+}
+
+// ExitStatus is the result's exit facts, as rendered by Render.
+func (r RunResult) ExitStatus() ExitStatus {
+	if r.ExitCode == nil {
+		return ExitStatus{Signal: r.Signal}
+	}
+	return ExitStatus{ExitCode: *r.ExitCode, Signal: r.Signal}
+}
+
+// OutputRead is what ShellProcess.ReadOutput returns.
+type OutputRead struct {
+	// Delta is the output since the previous read: stdout, then stderr in a
+	// section headed StderrSectionHeader.
+	Delta string `json:"delta"`
+	// Lossy is set when the buffer cap dropped bytes that Delta cannot include.
+	Lossy           bool   `json:"lossy"`
+	StdoutSpillPath string `json:"stdoutSpillPath,omitempty"`
+	StderrSpillPath string `json:"stderrSpillPath,omitempty"`
+}
+
+// StderrSectionHeader opens the stderr part of an OutputRead delta.
+const StderrSectionHeader = "[stderr]\n"
+
+// ProcessExit is how a background process finished.
+type ProcessExit struct {
+	// ExitCode is nil when the process died from a signal or never started.
+	ExitCode *int   `json:"exitCode"`
+	Signal   string `json:"signal,omitempty"`
+	// Killed is set when Kill, Close or the caller's cancellation ended the
+	// process, or it failed to spawn; KillReason says which.
+	Killed     bool   `json:"killed"`
+	KillReason string `json:"killReason,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+}

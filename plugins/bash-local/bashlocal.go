@@ -1,0 +1,35 @@
+// Package bashlocal is the local bash executor: every command runs as
+// `bash -c COMMAND` on this machine, with the mechanics of localexec. New
+// returns it; cmd/dsh-executor-bash-local serves it as a plugin binary.
+package bashlocal
+
+import (
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+)
+
+// Name is the executor's name.
+const Name = "bash-local"
+
+// Version is the executor's version.
+const Version = "0.1.0"
+
+// SettingsSchema is the JSON Schema of bash-local's settings section. It
+// grows a property for each setting the executor applies.
+const SettingsSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "shell (bash-local)",
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {}
+}`
+
+// New returns the bash-local executor.
+func New() *localexec.Executor {
+	return localexec.New(localexec.Config{
+		Name:           Name,
+		Version:        Version,
+		Shell:          "bash",
+		Argv:           func(command string) []string { return []string{"-c", command} },
+		SettingsSchema: SettingsSchema,
+	})
+}

@@ -1,0 +1,13 @@
+// Command dsh-executor-bash-local serves the bash-local executor as a
+// go-plugin binary, the way a third party ships an executor. A dsh-host
+// launches it; run by hand it explains that and exits.
+package main
+
+import (
+	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+func main() {
+	pluginapi.Serve(bashlocal.New())
+}

@@ -1,0 +1,133 @@
+package localexec
+
+import (
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// collector keeps what a foreground command wrote to one stream: all of it
+// while it fits under the cap, then the head and the tail (errors live at
+// the end, context at the start).
+type collector struct {
+	max   int
+	head  []byte
+	tail  []byte // a ring of the last tailCap bytes once head is full
+	start int    // where the ring's oldest byte is
+	total int64
+}
+
+func newCollector(max int64) *collector {
+	return &collector{max: int(max)}
+}
+
+func (c *collector) headCap() int { return c.max / 2 }
+func (c *collector) tailCap() int { return c.max - c.headCap() }
+
+// Write never fails: past the cap it keeps the tail and counts the rest.
+func (c *collector) Write(p []byte) (int, error) {
+	n := len(p)
+	c.total += int64(n)
+	if room := c.headCap() - len(c.head); room > 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	tc := c.tailCap()
+	if len(p) >= tc {
+		c.tail = append(c.tail[:0], p[len(p)-tc:]...)
+		c.start = 0
+		return n, nil
+	}
+	for len(p) > 0 {
+		if len(c.tail) < tc {
+			k := min(tc-len(c.tail), len(p))
+			c.tail = append(c.tail, p[:k]...)
+			p = p[k:]
+			continue
+		}
+		k := copy(c.tail[c.start:], p)
+		c.start = (c.start + k) % tc
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// omissionNote separates head from tail in truncated text.
+func omissionNote(omitted int64) string {
+	return "\n[... " + strconv.FormatInt(omitted, 10) + " bytes omitted ...]\n"
+}
+
+// output returns the collected text: everything if it fit, else head and
+// tail cut on UTF-8 boundaries with a note of what was left out, the whole
+// within the cap.
+func (c *collector) output() pluginapi.CollectedOutput {
+	ring := append(append([]byte{}, c.tail[c.start:]...), c.tail[:c.start]...)
+	if c.total <= int64(c.max) {
+		return pluginapi.CollectedOutput{Text: string(c.head) + string(ring), TotalBytes: c.total}
+	}
+	head, tail := c.head, ring
+	if note := len(omissionNote(c.total)); c.max < 2*note {
+		// Too small a cap for a note: keep the tail alone.
+		tail = trimIncompleteStart(append(head, tail...)[max(0, len(head)+len(tail)-c.max):])
+		return pluginapi.CollectedOutput{Text: string(tail), TotalBytes: c.total, Truncated: true}
+	}
+	// Make room for the note inside the cap, taking it from both ends.
+	note := len(omissionNote(c.total))
+	cutHead := min(len(head), note/2)
+	head = head[:len(head)-cutHead]
+	tail = tail[min(len(tail), note-cutHead):]
+	head = trimIncompleteEnd(head)
+	tail = trimIncompleteStart(tail)
+	omitted := c.total - int64(len(head)) - int64(len(tail))
+	return pluginapi.CollectedOutput{
+		Text:       string(head) + omissionNote(omitted) + string(tail),
+		TotalBytes: c.total,
+		Truncated:  true,
+	}
+}
+
+// trimIncompleteEnd drops a UTF-8 sequence cut short at the end of b.
+func trimIncompleteEnd(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		r := b[len(b)-i]
+		if r < utf8.RuneSelf {
+			return b // ASCII: nothing is cut
+		}
+		if utf8.RuneStart(r) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			return b
+		}
+	}
+	return b
+}
+
+// trimIncompleteStart drops continuation bytes at the start of b, left over
+// from a sequence whose start was cut off.
+func trimIncompleteStart(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax && i < len(b); i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
+}
+
+// liveSink serialises the two streams' live output into one callback.
+type liveSink struct {
+	mu sync.Mutex
+	fn func(pluginapi.Stream, []byte)
+}
+
+func (s *liveSink) send(st pluginapi.Stream, p []byte) {
+	if s == nil || s.fn == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fn(st, p)
+}

@@ -1,0 +1,76 @@
+package localexec
+
+import (
+	"os"
+	"path"
+	"strings"
+)
+
+// Overrides make tools behave for a reader that is a model, not a terminal:
+// no colour, no pager, no interactive prompts. They merge over the inherited
+// environment and under the caller's env, so a trusted caller still wins.
+var Overrides = map[string]string{
+	"NO_COLOR":            "1",
+	"TERM":                "dumb",
+	"PAGER":               "cat",
+	"GIT_PAGER":           "cat",
+	"MANPAGER":            "cat",
+	"SYSTEMD_PAGER":       "",
+	"GIT_TERMINAL_PROMPT": "0",
+	"DEBIAN_FRONTEND":     "noninteractive",
+	"PIP_NO_INPUT":        "1",
+	"CLICOLOR":            "0",
+}
+
+// CredentialPatterns match the names of inherited variables that are scrubbed
+// before a command sees the environment (shell-style globs, case-insensitive).
+var CredentialPatterns = []string{
+	"*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*_KEY", "*_KEY_ID", "*CREDENTIAL*",
+	"AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "OPENAI_*", "ANTHROPIC_*",
+}
+
+// pluginPatterns match the variables go-plugin sets for the plugin process
+// itself; a command has no use for them.
+var pluginPatterns = []string{"PLUGIN_*", "DSH_SHELL_EXECUTOR_PLUGIN"}
+
+// scrubbed reports whether an inherited variable named name is a credential.
+func scrubbed(name string, patterns []string) bool {
+	upper := strings.ToUpper(name)
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, upper); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// buildEnv layers the environment a command sees: the inherited environment
+// less credentials, then Overrides, then the caller's env, then the managed
+// DSH_* entries, which nothing displaces.
+func buildEnv(env, dshEnv map[string]string) []string {
+	merged := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, seen := merged[k]; !seen {
+			order = append(order, k)
+		}
+		merged[k] = v
+	}
+	for _, kv := range os.Environ() {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || scrubbed(k, CredentialPatterns) || scrubbed(k, pluginPatterns) {
+			continue
+		}
+		set(k, v)
+	}
+	for _, layer := range []map[string]string{Overrides, env, dshEnv} {
+		for k, v := range layer {
+			set(k, v)
+		}
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, k+"="+merged[k])
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package localexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// Config says what makes one executor different from another.
+type Config struct {
+	// Name and Version are what Describe reports.
+	Name    string
+	Version string
+	// Shell is the executable commands run under, looked up on PATH at each
+	// run ("bash").
+	Shell string
+	// Argv turns a command into the arguments after the shell executable
+	// (for bash: "-c", command).
+	Argv func(command string) []string
+	// SettingsSchema is the JSON Schema of the executor's settings section.
+	SettingsSchema string
+	// Limits are the defaults and caps Resolve applies; zero fields take
+	// DefaultLimits.
+	Limits Limits
+}
+
+// Executor is a pluginapi.ShellExecutor running commands as local processes.
+type Executor struct {
+	cfg Config
+
+	mu     sync.Mutex
+	closed bool
+	// active counts runs and background processes; Close waits for it.
+	active sync.WaitGroup
+	// stops interrupt what is active when the executor closes.
+	stops map[int]func(error)
+	next  int
+	procs []*process
+}
+
+var (
+	_ pluginapi.ShellExecutor = (*Executor)(nil)
+	_ pluginapi.LiveRunner    = (*Executor)(nil)
+)
+
+// New returns an Executor for cfg.
+func New(cfg Config) *Executor {
+	cfg.Limits = cfg.Limits.withDefaults()
+	return &Executor{cfg: cfg, stops: map[int]func(error){}}
+}
+
+// Describe reports the executor's name, version, platform and settings.
+func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) {
+	return pluginapi.Description{
+		Name:              e.cfg.Name,
+		Version:           e.cfg.Version,
+		Platform:          runtime.GOOS + "/" + runtime.GOARCH,
+		SettingsNamespace: pluginapi.SettingsNamespace,
+		SettingsSchema:    e.cfg.SettingsSchema,
+		Services:          []string{pluginapi.ServiceShell},
+	}, nil
+}
+
+// track registers something Close must interrupt and await. It fails once
+// the executor is closed.
+func (e *Executor) track(stop func(error)) (untrack func(), err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, pluginapi.ErrExecutorClosed
+	}
+	id := e.next
+	e.next++
+	e.stops[id] = stop
+	e.active.Add(1)
+	return func() {
+		e.mu.Lock()
+		delete(e.stops, id)
+		e.mu.Unlock()
+		e.active.Done()
+	}, nil
+}
+
+// errClosing is the cause given to what Close interrupts.
+var errClosing = fmt.Errorf("executor closing")
+
+// Close interrupts every foreground run and background process, and waits
+// until all of them have finished or ctx is done. Safe to call twice.
+func (e *Executor) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	stops := make([]func(error), 0, len(e.stops))
+	for _, s := range e.stops {
+		stops = append(stops, s)
+	}
+	e.mu.Unlock()
+	for _, s := range stops {
+		s(errClosing)
+	}
+	done := make(chan struct{})
+	go func() { e.active.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("localexec: close: %w", ctx.Err())
+	}
+}
+
+// shellPath finds the shell executable, or says why it cannot.
+func (e *Executor) shellPath() (string, error) {
+	path, err := exec.LookPath(e.cfg.Shell)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", pluginapi.ErrMissingShell, e.cfg.Shell, err)
+	}
+	return path, nil
+}
+
+// checkWorkdir says why dir cannot be a working directory, if it cannot.
+func checkWorkdir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", pluginapi.ErrUnusableWorkdir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", pluginapi.ErrUnusableWorkdir, dir)
+	}
+	return nil
+}

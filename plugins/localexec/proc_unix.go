@@ -1,0 +1,193 @@
+//go:build unix
+
+package localexec
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// drainDelay bounds how long output is still read after the shell exited
+// and its leftovers were killed: a descendant that escaped the process group
+// and holds a pipe open must not hang the run.
+const drainDelay = 500 * time.Millisecond
+
+// proc is one spawned command: a shell in its own process group, its output
+// pipes read by two goroutines, and the first cause that interrupted it.
+type proc struct {
+	cmd   *exec.Cmd
+	pgid  int
+	grace time.Duration
+	began time.Time
+
+	pipes   []*os.File // the read ends of stdout and stderr
+	readers sync.WaitGroup
+	stdinW  *os.File
+
+	mu        sync.Mutex
+	exited    bool
+	cause     error // the first interrupt cause that was acted on
+	escalate  *time.Timer
+}
+
+// spawn starts argv in workdir with env, in a new process group, feeding
+// stdin once and sending output to stdout and stderr.
+func spawn(argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer) (*proc, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = spec.Workdir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &proc{cmd: cmd, grace: spec.KillGrace()}
+
+	var closeOnStart []*os.File
+	defer func() {
+		for _, f := range closeOnStart {
+			f.Close()
+		}
+	}()
+	for _, w := range []io.Writer{stdout, stderr} {
+		r, wr, err := os.Pipe()
+		if err != nil {
+			p.closePipes()
+			return nil, fmt.Errorf("localexec: output pipe: %w", err)
+		}
+		p.pipes = append(p.pipes, r)
+		closeOnStart = append(closeOnStart, wr)
+		if w == stdout {
+			cmd.Stdout = wr
+		} else {
+			cmd.Stderr = wr
+		}
+	}
+	if len(spec.Stdin) > 0 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.closePipes()
+			return nil, fmt.Errorf("localexec: stdin pipe: %w", err)
+		}
+		cmd.Stdin = r
+		closeOnStart = append(closeOnStart, r)
+		p.stdinW = w
+	}
+
+	p.began = time.Now()
+	if err := cmd.Start(); err != nil {
+		p.closePipes()
+		if p.stdinW != nil {
+			p.stdinW.Close()
+		}
+		return nil, classifyStartErr(spec.Workdir, argv[0], err)
+	}
+	p.pgid = cmd.Process.Pid
+	for i, w := range []io.Writer{stdout, stderr} {
+		p.readers.Add(1)
+		go func(r *os.File, w io.Writer) {
+			defer p.readers.Done()
+			_, _ = io.Copy(w, r)
+		}(p.pipes[i], w)
+	}
+	if p.stdinW != nil {
+		go func(w *os.File, data []byte) {
+			_, _ = w.Write(data) // EPIPE when the command stops reading: fine
+			w.Close()
+		}(p.stdinW, spec.Stdin)
+	}
+	return p, nil
+}
+
+// classifyStartErr turns a failed spawn into the contract's error.
+func classifyStartErr(workdir, shell string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "chdir" {
+		return fmt.Errorf("%w: %s: %v", pluginapi.ErrUnusableWorkdir, workdir, pe.Err)
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("%w: %s: %v", pluginapi.ErrMissingShell, shell, err)
+	}
+	return fmt.Errorf("localexec: starting %s: %w", shell, err)
+}
+
+func (p *proc) closePipes() {
+	for _, f := range p.pipes {
+		f.Close()
+	}
+}
+
+// interrupt asks the process group to stop: SIGTERM now, SIGKILL after the
+// grace period. The first cause wins; it reports whether this call's cause
+// was acted on (false when the command had already exited or an earlier
+// cause was).
+func (p *proc) interrupt(cause error) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited || p.cause != nil {
+		return false
+	}
+	if err := unix.Kill(-p.pgid, unix.SIGTERM); err != nil {
+		return false // the group is gone
+	}
+	p.cause = cause
+	p.escalate = time.AfterFunc(p.grace, func() { _ = unix.Kill(-p.pgid, unix.SIGKILL) })
+	return true
+}
+
+// interruptCause is the cause that interrupted the command, if one did.
+func (p *proc) interruptCause() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cause
+}
+
+// wait waits for the shell to exit, kills whatever it left running in its
+// process group, and reads the remaining output within drainDelay.
+func (p *proc) wait() *os.ProcessState {
+	_ = p.cmd.Wait() // the exit status is in ProcessState
+	p.mu.Lock()
+	p.exited = true
+	if p.escalate != nil {
+		p.escalate.Stop()
+	}
+	p.mu.Unlock()
+	_ = unix.Kill(-p.pgid, unix.SIGKILL) // leftovers still in the group
+
+	drained := make(chan struct{})
+	go func() { p.readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainDelay):
+		for _, f := range p.pipes {
+			_ = f.SetReadDeadline(time.Now())
+		}
+		<-drained
+	}
+	p.closePipes()
+	return p.cmd.ProcessState
+}
+
+// exitFacts reads the exit code or the signal from a finished process.
+func exitFacts(st *os.ProcessState) (code *int, signal string) {
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if ok && ws.Signaled() {
+		return nil, signalName(ws.Signal())
+	}
+	c := st.ExitCode()
+	return &c, ""
+}
+
+// signalName names a signal the way users know it: "SIGKILL".
+func signalName(s syscall.Signal) string {
+	if name := unix.SignalName(s); name != "" {
+		return name
+	}
+	return fmt.Sprintf("SIG%d", int(s))
+}

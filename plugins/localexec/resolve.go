@@ -1,0 +1,170 @@
+package localexec
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// Limits are the defaults and caps Resolve applies.
+type Limits struct {
+	DefaultTimeoutMs int64
+	MaxTimeoutMs     int64
+	// DefaultOutputBytes and MaxOutputBytes bound the collected output per
+	// stream.
+	DefaultOutputBytes int64
+	MaxOutputBytes     int64
+	KillGraceMs        int64
+}
+
+// DefaultLimits are the design's: 120 s by default, 600 s at most, 30,000
+// bytes collected per stream, 2 s between SIGTERM and SIGKILL.
+var DefaultLimits = Limits{
+	DefaultTimeoutMs:   120_000,
+	MaxTimeoutMs:       600_000,
+	DefaultOutputBytes: 30_000,
+	MaxOutputBytes:     1 << 20,
+	KillGraceMs:        2_000,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	pick := func(v, def int64) int64 {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	return Limits{
+		DefaultTimeoutMs:   pick(l.DefaultTimeoutMs, d.DefaultTimeoutMs),
+		MaxTimeoutMs:       pick(l.MaxTimeoutMs, d.MaxTimeoutMs),
+		DefaultOutputBytes: pick(l.DefaultOutputBytes, d.DefaultOutputBytes),
+		MaxOutputBytes:     pick(l.MaxOutputBytes, d.MaxOutputBytes),
+		KillGraceMs:        pick(l.KillGraceMs, d.KillGraceMs),
+	}
+}
+
+// DshEnvPrefix is the prefix every managed environment key carries.
+const DshEnvPrefix = "DSH_"
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", pluginapi.ErrInvalidRequest, fmt.Sprintf(format, args...))
+}
+
+// capped fills a zero value with def, caps it at max, and rejects a negative.
+func capped(field string, v, def, max int64) (int64, error) {
+	switch {
+	case v < 0:
+		return 0, invalid("%s is negative (%d)", field, v)
+	case v == 0:
+		return def, nil
+	case v > max:
+		return max, nil
+	}
+	return v, nil
+}
+
+// Resolve fills defaults into req and caps every field.
+func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (pluginapi.ExecSpec, error) {
+	lim := e.cfg.Limits
+	if strings.TrimSpace(req.Command) == "" {
+		return pluginapi.ExecSpec{}, invalid("empty command")
+	}
+	if strings.IndexByte(req.Command, 0) >= 0 {
+		return pluginapi.ExecSpec{}, invalid("command contains a NUL byte")
+	}
+	timeout, err := capped("timeoutMs", req.TimeoutMs, lim.DefaultTimeoutMs, lim.MaxTimeoutMs)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	outMax, err := capped("stdoutMaxBytes", req.StdoutMaxBytes, lim.DefaultOutputBytes, lim.MaxOutputBytes)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	errMax, err := capped("stderrMaxBytes", req.StderrMaxBytes, lim.DefaultOutputBytes, lim.MaxOutputBytes)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	workdir := req.Workdir
+	if workdir == "" {
+		workdir = "."
+	}
+	if strings.IndexByte(workdir, 0) >= 0 {
+		return pluginapi.ExecSpec{}, invalid("workdir contains a NUL byte")
+	}
+	if workdir, err = filepath.Abs(workdir); err != nil {
+		return pluginapi.ExecSpec{}, fmt.Errorf("%w: %v", pluginapi.ErrUnusableWorkdir, err)
+	}
+	if err := checkEnv("env", req.Env, false); err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	if err := checkEnv("dshEnv", req.DshEnv, true); err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	if req.SandboxMode != pluginapi.SandboxNone {
+		return pluginapi.ExecSpec{}, invalid("sandbox mode %q requested, but %s does not sandbox", req.SandboxMode, e.cfg.Name)
+	}
+	return pluginapi.ExecSpec{
+		Command:        req.Command,
+		Workdir:        workdir,
+		TimeoutMs:      timeout,
+		Stdin:          req.Stdin,
+		Env:            req.Env,
+		DshEnv:         req.DshEnv,
+		StdoutMaxBytes: outMax,
+		StderrMaxBytes: errMax,
+		KillGraceMs:    lim.KillGraceMs,
+	}, nil
+}
+
+// checkEnv rejects keys a process environment cannot carry, and managed keys
+// outside DSH_*.
+func checkEnv(field string, env map[string]string, managed bool) error {
+	for k, v := range env {
+		switch {
+		case k == "":
+			return invalid("%s has an empty key", field)
+		case strings.ContainsAny(k, "=\x00"):
+			return invalid("%s key %q contains '=' or NUL", field, k)
+		case strings.IndexByte(v, 0) >= 0:
+			return invalid("%s value of %s contains a NUL byte", field, k)
+		case managed && !strings.HasPrefix(k, DshEnvPrefix):
+			return invalid("%s key %q is not a DSH_* key", field, k)
+		}
+	}
+	return nil
+}
+
+// checkResolved rejects a spec that Resolve could not have produced.
+func (e *Executor) checkResolved(spec pluginapi.ExecSpec) error {
+	lim := e.cfg.Limits
+	bad := func(what string) error {
+		return fmt.Errorf("%w: %s", pluginapi.ErrSpecNotResolved, what)
+	}
+	switch {
+	case spec.Command == "" || strings.IndexByte(spec.Command, 0) >= 0:
+		return bad("command is empty or contains NUL")
+	case spec.TimeoutMs <= 0 || spec.TimeoutMs > lim.MaxTimeoutMs:
+		return bad(fmt.Sprintf("timeoutMs %d outside (0, %d]", spec.TimeoutMs, lim.MaxTimeoutMs))
+	case spec.StdoutMaxBytes <= 0 || spec.StdoutMaxBytes > lim.MaxOutputBytes:
+		return bad(fmt.Sprintf("stdoutMaxBytes %d outside (0, %d]", spec.StdoutMaxBytes, lim.MaxOutputBytes))
+	case spec.StderrMaxBytes <= 0 || spec.StderrMaxBytes > lim.MaxOutputBytes:
+		return bad(fmt.Sprintf("stderrMaxBytes %d outside (0, %d]", spec.StderrMaxBytes, lim.MaxOutputBytes))
+	case spec.KillGraceMs <= 0:
+		return bad("killGraceMs is not set")
+	case !filepath.IsAbs(spec.Workdir):
+		return bad(fmt.Sprintf("workdir %q is not absolute", spec.Workdir))
+	case spec.SandboxMode != pluginapi.SandboxNone:
+		return bad(fmt.Sprintf("sandbox mode %q on an executor that does not sandbox", spec.SandboxMode))
+	}
+	if err := checkEnv("env", spec.Env, false); err != nil {
+		return bad(err.Error())
+	}
+	if err := checkEnv("dshEnv", spec.DshEnv, true); err != nil {
+		return bad(err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package localexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// errTimedOut is the fused deadline's cause when the executor's own timeout
+// fires first.
+var errTimedOut = errors.New("timed out")
+
+// Run executes spec in the foreground.
+func (e *Executor) Run(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.RunResult, error) {
+	return e.RunLive(ctx, spec, nil)
+}
+
+// RunLive executes spec in the foreground, passing output to onOutput as it
+// is read. One deadline fuses the spec's timeout with ctx: whichever fires
+// first is the cause the result reports, TimedOut or Aborted, never both.
+func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
+	if err := ctx.Err(); err != nil {
+		return pluginapi.RunResult{}, fmt.Errorf("%w: %v", pluginapi.ErrAbortedBeforeStart, context.Cause(ctx))
+	}
+	if err := e.checkResolved(spec); err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	if err := checkWorkdir(spec.Workdir); err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	shell, err := e.shellPath()
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	untrack, err := e.track(stop)
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	defer untrack()
+
+	sink := &liveSink{fn: onOutput}
+	stdout, stderr := newCollector(spec.StdoutMaxBytes), newCollector(spec.StderrMaxBytes)
+	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
+	p, err := spawn(argv, spec, buildEnv(spec.Env, spec.DshEnv),
+		teeWriter{stdout, pluginapi.Stdout, sink}, teeWriter{stderr, pluginapi.Stderr, sink})
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+
+	deadline, cancel := context.WithTimeoutCause(ctx, spec.Timeout(), errTimedOut)
+	defer cancel()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		<-deadline.Done()
+		p.interrupt(context.Cause(deadline))
+	}()
+	state := p.wait()
+	cancel()
+	<-watchDone
+
+	res := pluginapi.RunResult{
+		TimeoutMs:  spec.TimeoutMs,
+		Stdout:     stdout.output(),
+		Stderr:     stderr.output(),
+		DurationMs: time.Since(p.began).Milliseconds(),
+	}
+	res.ExitCode, res.Signal = exitFacts(state)
+	switch cause := p.interruptCause(); {
+	case cause == nil:
+	case errors.Is(cause, errTimedOut):
+		res.TimedOut = true
+	default:
+		res.Aborted = true
+		res.AbortReason = cause.Error()
+	}
+	return res, nil
+}
+
+// teeWriter collects one stream and passes it on live.
+type teeWriter struct {
+	c      *collector
+	stream pluginapi.Stream
+	sink   *liveSink
+}
+
+func (t teeWriter) Write(p []byte) (int, error) {
+	t.c.Write(p)
+	t.sink.send(t.stream, p)
+	return len(p), nil
+}
