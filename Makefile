@@ -28,9 +28,11 @@ test:
 bench: build
 	$(GO) run ./integration/bench
 
+# run: the demo, through the built-in default executor (bash-local).
+DEMO := echo "hello from bash-local: pid $$$$, in $$PWD"; uname -sr; echo "a line on stderr" >&2; exit 3
 run: build
-	@echo '$$ dsh-host run -- '"'"'echo "hello from $$(basename $$SHELL) in $$PWD"; ls | head -3; exit 3'"'"
-	-@$(BIN)/dsh-host run -- 'echo "hello from bash-local in $$PWD"; ls | head -3; exit 3'
+	@echo '$$ bin/dsh-host run -- '"'"'$(DEMO)'"'"
+	@$(BIN)/dsh-host run -- '$(DEMO)'; echo "(dsh-host exited with status $$?)"
 
 tools: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 

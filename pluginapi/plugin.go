@@ -3,6 +3,8 @@ package pluginapi
 import (
 	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
@@ -77,6 +79,11 @@ func Serve(impl ShellExecutor) {
 	})
 	life, stop := context.WithCancel(context.Background())
 	defer stop()
+	// When the host dies, the pipes to it break. A write to a broken stdout
+	// or stderr must fail with EPIPE, not kill the plugin with SIGPIPE
+	// before it has terminated what it started. (Notify, not Ignore: an
+	// ignored signal would stay ignored in every command.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
 	hostPID := os.Getppid()
 	hostGone := make(chan struct{})
@@ -98,11 +105,11 @@ func Serve(impl ShellExecutor) {
 	go func() {
 		select {
 		case <-hostGone:
-			logger.Warn("host process is gone; terminating every process and exiting")
 			stop()
 			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			_ = impl.Close(ctx)
+			err := impl.Close(ctx)
 			cancel()
+			logger.Warn("host process is gone; terminated every process", "error", err)
 			os.Exit(1)
 		case <-life.Done():
 		}

@@ -215,4 +215,3 @@ func cliLogger() hclog.Logger {
 	}
 	return hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: level})
 }
-

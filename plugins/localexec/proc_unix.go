@@ -34,10 +34,10 @@ type proc struct {
 	readers sync.WaitGroup
 	stdinW  *os.File
 
-	mu        sync.Mutex
-	exited    bool
-	cause     error // the first interrupt cause that was acted on
-	escalate  *time.Timer
+	mu       sync.Mutex
+	exited   bool
+	cause    error // the first interrupt cause that was acted on
+	escalate *time.Timer
 }
 
 // spawn starts argv in workdir with env, in a new process group, feeding

@@ -4,8 +4,8 @@
 package main
 
 import (
-	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
 	"github.com/dsh-host/dsh-host/pluginapi"
+	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
 )
 
 func main() {

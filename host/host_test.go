@@ -1,0 +1,242 @@
+package host_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
+)
+
+// pluginBin is the bash-local plugin binary, built once for these tests.
+var pluginBin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DSH_HOST_CHILD") == "1" {
+		os.Exit(m.Run()) // the host process of TestAPluginOutlivesNoHost
+	}
+	dir, err := os.MkdirTemp("", "host-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pluginBin = filepath.Join(dir, "dsh-executor-bash-local")
+	build := exec.Command("go", "build", "-o", pluginBin, "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the plugin:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func launch(t *testing.T, ex host.Executor) *host.Host {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := host.Launch(ctx, host.Options{Executor: ex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h
+}
+
+// requireGone fails unless pid is gone (or a zombie) within a few seconds.
+func requireGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("process %d still alive", pid)
+}
+
+func TestConformanceOverARealPlugin(t *testing.T) {
+	pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+		return launch(t, host.Executor{Name: "bash-local", Path: pluginBin}).Shell()
+	}, pluginapitest.Options{Remote: true})
+}
+
+func TestLaunchDescribesAndRuns(t *testing.T) {
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	if d := h.Description(); d.Name != "bash-local" || d.SettingsNamespace != pluginapi.SettingsNamespace {
+		t.Errorf("description %+v", d)
+	}
+	ctx := context.Background()
+	spec, err := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "echo $PPID"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Shell().Run(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(res.Stdout.Text); got != fmt.Sprint(h.PluginPID()) {
+		t.Errorf("the command's parent is %s, want the plugin process %d: commands must run out of process", got, h.PluginPID())
+	}
+}
+
+func TestCloseStopsThePluginAndEverythingItStarted(t *testing.T) {
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	ctx := context.Background()
+	pluginPID := h.PluginPID()
+	spec, err := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "echo $$; exec sleep 1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.Shell().Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); {
+		r, err := p.ReadOutput(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Sscan(r.Delta, &pid)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatal("the background command never printed its pid")
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	requireGone(t, pid)
+	requireGone(t, pluginPID)
+	if _, err := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "true"}); !errors.Is(err, pluginapi.ErrPluginUnavailable) {
+		t.Errorf("a call after Close: %v, want ErrPluginUnavailable", err)
+	}
+}
+
+func TestLaunchRefusesABinaryThatIsNotAPlugin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "true", Path: "/bin/true"}})
+	if !errors.Is(err, host.ErrLaunch) {
+		t.Fatalf("Launch of /bin/true: %v, want ErrLaunch", err)
+	}
+}
+
+func TestLaunchRefusesAChecksumMismatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wrong := sha256.Sum256([]byte("not the binary"))
+	_, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "bash-local", Path: pluginBin, Checksum: wrong[:]}})
+	if !errors.Is(err, host.ErrLaunch) || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("Launch with a wrong checksum: %v, want a checksum error", err)
+	}
+	data, err := os.ReadFile(pluginBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := sha256.Sum256(data)
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin, Checksum: right[:]})
+	if h.PluginPID() == 0 {
+		t.Error("the plugin with the right checksum is not running")
+	}
+}
+
+func TestAPluginOutlivesNoHost(t *testing.T) {
+	if os.Getenv("DSH_HOST_CHILD") == "1" {
+		// The child: launch a plugin, start a sleep, print both pids, then
+		// wait to be killed.
+		ctx := context.Background()
+		h, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "bash-local", Path: os.Getenv("DSH_PLUGIN_BIN")}})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		spec, _ := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "exec sleep 1000"})
+		p, err := h.Shell().Start(ctx, spec)
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		_ = p
+		fmt.Println("plugin", h.PluginPID())
+		select {}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAPluginOutlivesNoHost$")
+	cmd.Env = append(os.Environ(), "DSH_HOST_CHILD=1", "DSH_PLUGIN_BIN="+pluginBin)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	var word string
+	var pluginPID int
+	if _, err := fmt.Fscan(out, &word, &pluginPID); err != nil || word != "plugin" {
+		t.Fatalf("child said %q %d: %v", word, pluginPID, err)
+	}
+	children := childrenOf(pluginPID)
+	if len(children) == 0 {
+		t.Fatal("the plugin has no child: the background sleep did not start")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, pluginPID)
+	for _, c := range children {
+		requireGone(t, c)
+	}
+}
+
+// childrenOf lists the direct children of pid (of all its threads), from
+// /proc.
+func childrenOf(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, task := range tasks {
+		data, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			var c int
+			if _, err := fmt.Sscan(f, &c); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package pluginapitest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// interruptedWithin bounds how long an interrupted command may take to
+// settle: the kill grace and a generous margin for a loaded machine.
+func interruptedWithin(spec pluginapi.ExecSpec) time.Duration {
+	return spec.KillGrace() + 5*time.Second
+}
+
+var deadlineCases = []suiteCase{
+	{"deadline/timeout kills the group and says timedOut", func(e *env) {
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.PIDThen(e.sh.Sleep(1000)), TimeoutMs: 300})
+		began := time.Now()
+		res, err := e.x.Run(e.ctx, spec)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if took := time.Since(began); took > interruptedWithin(spec) {
+			e.t.Errorf("a 300 ms timeout settled after %s", took)
+		}
+		if !res.TimedOut || res.Aborted {
+			e.t.Errorf("timedOut %v aborted %v, want true false", res.TimedOut, res.Aborted)
+		}
+		if res.ExitCode != nil || res.Signal == "" {
+			e.t.Errorf("a timeout kill ends by signal: exit %v signal %q", res.ExitCode, res.Signal)
+		}
+		if res.TimeoutMs != 300 {
+			e.t.Errorf("timeoutMs %d, want 300", res.TimeoutMs)
+		}
+		requireGroupGone(e.t, firstLineInt(e.t, res.Stdout.Text))
+	}},
+	{"deadline/a command ignoring SIGTERM is killed after the grace", func(e *env) {
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.IgnoreTerm(e.sh.PIDThen(e.sh.Sleep(1000))), TimeoutMs: 300})
+		res, err := e.x.Run(e.ctx, spec)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !res.TimedOut || res.Signal != "SIGKILL" {
+			e.t.Errorf("timedOut %v signal %q, want true SIGKILL", res.TimedOut, res.Signal)
+		}
+		requireGroupGone(e.t, firstLineInt(e.t, res.Stdout.Text))
+	}},
+	{"deadline/cancelling ctx aborts with the cause", func(e *env) {
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.PIDThen(e.sh.Sleep(1000)), TimeoutMs: 60_000})
+		ctx, cancel := context.WithCancelCause(e.ctx)
+		defer cancel(nil)
+		time.AfterFunc(300*time.Millisecond, func() { cancel(errors.New("the user pressed stop")) })
+		res, err := e.x.Run(ctx, spec)
+		if err != nil {
+			e.t.Fatalf("an abort settles with a result, not an error: %v", err)
+		}
+		if !res.Aborted || res.TimedOut {
+			e.t.Errorf("aborted %v timedOut %v, want true false", res.Aborted, res.TimedOut)
+		}
+		if res.AbortReason != "the user pressed stop" {
+			e.t.Errorf("abort reason %q, want the cancel cause", res.AbortReason)
+		}
+		requireGroupGone(e.t, firstLineInt(e.t, res.Stdout.Text))
+	}},
+	{"deadline/timeout first: timedOut only", func(e *env) {
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Sleep(1000), TimeoutMs: 200})
+		ctx, cancel := context.WithTimeout(e.ctx, 3*time.Second)
+		defer cancel()
+		res, err := e.x.Run(ctx, spec)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !res.TimedOut || res.Aborted {
+			e.t.Errorf("timedOut %v aborted %v, want true false", res.TimedOut, res.Aborted)
+		}
+	}},
+	{"deadline/abort first: aborted only", func(e *env) {
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Sleep(1000), TimeoutMs: 3000})
+		ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+		defer cancel()
+		res, err := e.x.Run(ctx, spec)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !res.Aborted || res.TimedOut {
+			e.t.Errorf("aborted %v timedOut %v, want true false", res.Aborted, res.TimedOut)
+		}
+	}},
+	{"deadline/timeout and abort together: never both", func(e *env) {
+		for i := range 10 {
+			spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Sleep(1000), TimeoutMs: 150})
+			ctx, cancel := context.WithTimeout(e.ctx, 150*time.Millisecond)
+			res, err := e.x.Run(ctx, spec)
+			cancel()
+			if err != nil {
+				e.t.Fatalf("round %d: %v", i, err)
+			}
+			if res.TimedOut == res.Aborted {
+				e.t.Fatalf("round %d: timedOut %v aborted %v: exactly one cause must win", i, res.TimedOut, res.Aborted)
+			}
+		}
+	}},
+}

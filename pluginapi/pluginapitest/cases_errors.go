@@ -1,0 +1,69 @@
+package pluginapitest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+var errorCases = []suiteCase{
+	{"errors/a missing workdir is an error naming it", func(e *env) {
+		missing := filepath.Join(e.t.TempDir(), "no-such-dir")
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), Workdir: missing})
+		_, err := e.x.Run(e.ctx, spec)
+		if !errors.Is(err, pluginapi.ErrUnusableWorkdir) {
+			e.t.Fatalf("Run in %s: %v, want ErrUnusableWorkdir", missing, err)
+		}
+		if !strings.Contains(err.Error(), missing) {
+			e.t.Errorf("error %q does not name the directory", err)
+		}
+	}},
+	{"errors/a workdir that is a file is an error", func(e *env) {
+		file := filepath.Join(e.t.TempDir(), "file")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			e.t.Fatal(err)
+		}
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), Workdir: file})
+		if _, err := e.x.Run(e.ctx, spec); !errors.Is(err, pluginapi.ErrUnusableWorkdir) {
+			e.t.Errorf("Run in a file: %v, want ErrUnusableWorkdir", err)
+		}
+		if _, err := e.x.Start(e.ctx, spec); !errors.Is(err, pluginapi.ErrUnusableWorkdir) {
+			e.t.Errorf("Start in a file: %v, want ErrUnusableWorkdir", err)
+		}
+	}},
+	{"errors/a done ctx before Run is an error and runs nothing", func(e *env) {
+		marker := filepath.Join(e.t.TempDir(), "ran")
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Touch(marker)})
+		ctx, cancel := context.WithCancel(e.ctx)
+		cancel()
+		if _, err := e.x.Run(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
+			e.t.Errorf("Run with a done ctx: %v, want ErrAbortedBeforeStart", err)
+		}
+		if _, err := e.x.Start(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
+			e.t.Errorf("Start with a done ctx: %v, want ErrAbortedBeforeStart", err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			e.t.Errorf("the command ran although ctx was done")
+		}
+	}},
+	{"errors/an unresolved spec is refused", func(e *env) {
+		raw := pluginapi.ExecSpec{Command: e.sh.Exit(0)}
+		if _, err := e.x.Run(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
+			e.t.Errorf("Run of an unresolved spec: %v, want ErrSpecNotResolved", err)
+		}
+		if _, err := e.x.Start(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
+			e.t.Errorf("Start of an unresolved spec: %v, want ErrSpecNotResolved", err)
+		}
+	}},
+	{"errors/a request too large for the wire is refused clearly", func(e *env) {
+		huge := strings.Repeat("x", pluginapi.MaxRequestBytes+1)
+		_, err := e.x.Resolve(e.ctx, pluginapi.ExecRequest{Command: "echo " + huge})
+		if !errors.Is(err, pluginapi.ErrRequestTooLarge) && !errors.Is(err, pluginapi.ErrInvalidRequest) {
+			e.t.Errorf("Resolve of a %d-byte command: %v, want ErrRequestTooLarge or ErrInvalidRequest", len(huge), err)
+		}
+	}},
+}

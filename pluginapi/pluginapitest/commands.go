@@ -1,0 +1,39 @@
+package pluginapitest
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Commands are the shell snippets the suite runs, so that executors of
+// other shells can be checked with the same cases.
+type Commands struct {
+	// Exit exits with code.
+	Exit func(code int) string
+	// OutErr prints out on stdout and err on stderr, each with a newline.
+	OutErr func(out, err string) string
+	// PIDThen prints the shell's process id on the first line, then runs rest.
+	PIDThen func(rest string) string
+	// Sleep sleeps for secs seconds.
+	Sleep func(secs float64) string
+	// KillSelf kills the shell with SIGKILL.
+	KillSelf string
+	// Touch creates the file at path.
+	Touch func(path string) string
+	// Cat copies stdin to stdout.
+	Cat string
+	// IgnoreTerm makes the shell ignore SIGTERM, then runs rest.
+	IgnoreTerm func(rest string) string
+}
+
+// POSIX are the commands for bash and other POSIX shells.
+var POSIX = Commands{
+	Exit:       func(code int) string { return "exit " + strconv.Itoa(code) },
+	OutErr:     func(out, err string) string { return fmt.Sprintf("echo %s; echo %s >&2", out, err) },
+	PIDThen:    func(rest string) string { return "echo $$; " + rest },
+	Sleep:      func(secs float64) string { return "sleep " + strconv.FormatFloat(secs, 'f', -1, 64) },
+	KillSelf:   "kill -9 $$",
+	Touch:      func(path string) string { return "touch " + strconv.Quote(path) },
+	Cat:        "cat",
+	IgnoreTerm: func(rest string) string { return "trap '' TERM; " + rest },
+}

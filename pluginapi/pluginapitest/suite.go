@@ -1,0 +1,124 @@
+// Package pluginapitest is the conformance suite for shell executors. Run
+// puts an executor behind a real gRPC connection, with the same adapters a
+// plugin and its host use, and checks every semantic of the contract as a
+// table case: exit facts, signal deaths, the fused deadline (timeout and
+// abort, never both), infrastructure errors, stdin, background processes and
+// their output, Kill and Close. Every case that starts a process checks that
+// its process group is gone afterwards.
+//
+// An executor author calls it from a test:
+//
+//	func TestConformance(t *testing.T) {
+//		pluginapitest.Run(t, func(t *testing.T) pluginapi.ShellExecutor { return myexec.New() })
+//	}
+//
+// It depends on pluginapi alone.
+package pluginapitest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// Factory returns a fresh executor for one case. The suite closes it.
+type Factory func(t *testing.T) pluginapi.ShellExecutor
+
+// Options adjust the suite to an executor.
+type Options struct {
+	// Commands are the shell snippets; the zero value means POSIX.
+	Commands Commands
+	// Remote says the factory's executor is already across a process
+	// boundary (a launched plugin binary): the suite uses it as it is
+	// instead of serving it over gRPC itself.
+	Remote bool
+}
+
+// caseTimeout bounds one case.
+const caseTimeout = 60 * time.Second
+
+// env is what a case gets: the executor over the wire, the commands, and a
+// context bounded by caseTimeout.
+type env struct {
+	t   *testing.T
+	ctx context.Context
+	x   pluginapi.ShellExecutor
+	sh  Commands
+}
+
+type suiteCase struct {
+	name string
+	run  func(e *env)
+}
+
+// Run checks the executor the factory makes against every case, over gRPC.
+func Run(t *testing.T, factory Factory) {
+	RunWith(t, factory, Options{})
+}
+
+// RunWith is Run with options.
+func RunWith(t *testing.T, factory Factory, opts Options) {
+	sh := opts.Commands
+	if sh.Exit == nil {
+		sh = POSIX
+	}
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			impl := factory(t)
+			x := impl
+			if !opts.Remote {
+				x = Serve(t, impl)
+			} else {
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					if err := impl.Close(ctx); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
+			defer cancel()
+			c.run(&env{t: t, ctx: ctx, x: x, sh: sh})
+		})
+	}
+}
+
+func cases() []suiteCase {
+	var all []suiteCase
+	for _, group := range [][]suiteCase{describeCases, resolveCases, runCases, deadlineCases, errorCases, backgroundCases} {
+		all = append(all, group...)
+	}
+	return all
+}
+
+// resolve resolves req or fails the test.
+func (e *env) resolve(req pluginapi.ExecRequest) pluginapi.ExecSpec {
+	e.t.Helper()
+	spec, err := e.x.Resolve(e.ctx, req)
+	if err != nil {
+		e.t.Fatalf("Resolve(%q): %v", req.Command, err)
+	}
+	return spec
+}
+
+// run resolves and runs command, failing the test on an error.
+func (e *env) run(req pluginapi.ExecRequest) pluginapi.RunResult {
+	e.t.Helper()
+	res, err := e.x.Run(e.ctx, e.resolve(req))
+	if err != nil {
+		e.t.Fatalf("Run(%q): %v", req.Command, err)
+	}
+	return res
+}
+
+// exitCode is the result's exit code, failing the test when there is none.
+func exitCode(t *testing.T, res pluginapi.RunResult) int {
+	t.Helper()
+	if res.ExitCode == nil {
+		t.Fatalf("no exit code; signal %q, result %+v", res.Signal, res)
+	}
+	return *res.ExitCode
+}
