@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
 	"google.golang.org/grpc"
@@ -41,6 +42,19 @@ func NewClient(life context.Context, conn grpc.ClientConnInterface) ShellExecuto
 	return &grpcClient{client: pb.NewShellExecutorClient(conn), life: life}
 }
 
+// checkEnvKeys refuses environment keys the wire cannot carry: map keys are
+// proto strings, which must be valid UTF-8.
+func checkEnvKeys(maps ...map[string]string) error {
+	for _, m := range maps {
+		for k := range m {
+			if !utf8.ValidString(k) {
+				return fmt.Errorf("%w: environment key %q is not valid UTF-8", ErrInvalidRequest, k)
+			}
+		}
+	}
+	return nil
+}
+
 func checkSize(m proto.Message) error {
 	if n := proto.Size(m); n > MaxRequestBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrRequestTooLarge, n, MaxRequestBytes)
@@ -57,6 +71,9 @@ func (c *grpcClient) Describe(ctx context.Context) (Description, error) {
 }
 
 func (c *grpcClient) Resolve(ctx context.Context, req ExecRequest) (ExecSpec, error) {
+	if err := checkEnvKeys(req.Env, req.DshEnv); err != nil {
+		return ExecSpec{}, err
+	}
 	msg := &pb.ResolveRequest{Request: requestToProto(req)}
 	if err := checkSize(msg); err != nil {
 		return ExecSpec{}, err
@@ -78,6 +95,9 @@ func (c *grpcClient) Run(ctx context.Context, spec ExecSpec) (RunResult, error) 
 func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(Stream, []byte)) (RunResult, error) {
 	if err := ctx.Err(); err != nil {
 		return RunResult{}, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
+	}
+	if err := checkEnvKeys(spec.Env, spec.DshEnv); err != nil {
+		return RunResult{}, err
 	}
 	start := &pb.RunInput{Input: &pb.RunInput_Start{Start: &pb.RunStart{
 		Spec: specToProto(spec), StreamOutput: onOutput != nil,
@@ -148,6 +168,9 @@ func (c *grpcClient) streamErr(ctx context.Context, stream grpc.BidiStreamingCli
 func (c *grpcClient) Start(ctx context.Context, spec ExecSpec) (ShellProcess, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
+	}
+	if err := checkEnvKeys(spec.Env, spec.DshEnv); err != nil {
+		return nil, err
 	}
 	msg := &pb.StartRequest{Spec: specToProto(spec)}
 	if err := checkSize(msg); err != nil {

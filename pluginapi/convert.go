@@ -25,16 +25,16 @@ func describeFromProto(p *pb.DescribeResponse) Description {
 
 func requestToProto(r ExecRequest) *pb.ExecRequest {
 	return &pb.ExecRequest{
-		Command: []byte(r.Command), Workdir: r.Workdir, TimeoutMs: r.TimeoutMs, Stdin: r.Stdin,
-		Env: r.Env, DshEnv: r.DshEnv, StdoutMaxBytes: r.StdoutMaxBytes, StderrMaxBytes: r.StderrMaxBytes,
+		Command: []byte(r.Command), Workdir: []byte(r.Workdir), TimeoutMs: r.TimeoutMs, Stdin: r.Stdin,
+		Env: envToProto(r.Env), DshEnv: envToProto(r.DshEnv), StdoutMaxBytes: r.StdoutMaxBytes, StderrMaxBytes: r.StderrMaxBytes,
 		SandboxMode: string(r.SandboxMode),
 	}
 }
 
 func requestFromProto(p *pb.ExecRequest) ExecRequest {
 	return ExecRequest{
-		Command: string(p.GetCommand()), Workdir: p.GetWorkdir(), TimeoutMs: p.GetTimeoutMs(),
-		Stdin: p.GetStdin(), Env: p.GetEnv(), DshEnv: p.GetDshEnv(),
+		Command: string(p.GetCommand()), Workdir: string(p.GetWorkdir()), TimeoutMs: p.GetTimeoutMs(),
+		Stdin: p.GetStdin(), Env: envFromProto(p.GetEnv()), DshEnv: envFromProto(p.GetDshEnv()),
 		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
 		SandboxMode: SandboxMode(p.GetSandboxMode()),
 	}
@@ -42,16 +42,16 @@ func requestFromProto(p *pb.ExecRequest) ExecRequest {
 
 func specToProto(s ExecSpec) *pb.ExecSpec {
 	return &pb.ExecSpec{
-		Command: []byte(s.Command), Workdir: s.Workdir, TimeoutMs: s.TimeoutMs, Stdin: s.Stdin,
-		Env: s.Env, DshEnv: s.DshEnv, StdoutMaxBytes: s.StdoutMaxBytes, StderrMaxBytes: s.StderrMaxBytes,
+		Command: []byte(s.Command), Workdir: []byte(s.Workdir), TimeoutMs: s.TimeoutMs, Stdin: s.Stdin,
+		Env: envToProto(s.Env), DshEnv: envToProto(s.DshEnv), StdoutMaxBytes: s.StdoutMaxBytes, StderrMaxBytes: s.StderrMaxBytes,
 		SandboxMode: string(s.SandboxMode), KillGraceMs: s.KillGraceMs,
 	}
 }
 
 func specFromProto(p *pb.ExecSpec) ExecSpec {
 	return ExecSpec{
-		Command: string(p.GetCommand()), Workdir: p.GetWorkdir(), TimeoutMs: p.GetTimeoutMs(),
-		Stdin: p.GetStdin(), Env: p.GetEnv(), DshEnv: p.GetDshEnv(),
+		Command: string(p.GetCommand()), Workdir: string(p.GetWorkdir()), TimeoutMs: p.GetTimeoutMs(),
+		Stdin: p.GetStdin(), Env: envFromProto(p.GetEnv()), DshEnv: envFromProto(p.GetDshEnv()),
 		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
 		SandboxMode: SandboxMode(p.GetSandboxMode()), KillGraceMs: p.GetKillGraceMs(),
 	}
@@ -77,7 +77,7 @@ func sandboxToProto(s *SandboxFacts) *pb.SandboxFacts {
 	}
 	return &pb.SandboxFacts{
 		Mode: string(s.Mode), Enforced: s.Enforced, LikelyDenial: s.LikelyDenial,
-		Evidence: s.Evidence, RunnerFailure: s.RunnerFailure,
+		Evidence: linesToProto(s.Evidence), RunnerFailure: s.RunnerFailure,
 	}
 }
 
@@ -87,19 +87,19 @@ func sandboxFromProto(p *pb.SandboxFacts) *SandboxFacts {
 	}
 	return &SandboxFacts{
 		Mode: SandboxMode(p.GetMode()), Enforced: p.GetEnforced(), LikelyDenial: p.GetLikelyDenial(),
-		Evidence: p.GetEvidence(), RunnerFailure: p.GetRunnerFailure(),
+		Evidence: linesFromProto(p.GetEvidence()), RunnerFailure: p.GetRunnerFailure(),
 	}
 }
 
-func exitCodeToProto(c *int) *int32 {
+func exitCodeToProto(c *int) *int64 {
 	if c == nil {
 		return nil
 	}
-	v := int32(*c)
+	v := int64(*c)
 	return &v
 }
 
-func exitCodeFromProto(c *int32) *int {
+func exitCodeFromProto(c *int64) *int {
 	if c == nil {
 		return nil
 	}
@@ -158,4 +158,48 @@ func streamFromProto(s pb.Stream) Stream {
 		return Stderr
 	}
 	return 0
+}
+
+func envToProto(env map[string]string) map[string][]byte {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string][]byte, len(env))
+	for k, v := range env {
+		out[k] = []byte(v)
+	}
+	return out
+}
+
+func envFromProto(env map[string][]byte) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		out[k] = string(v)
+	}
+	return out
+}
+
+func linesToProto(lines []string) [][]byte {
+	if lines == nil {
+		return nil
+	}
+	out := make([][]byte, len(lines))
+	for i, l := range lines {
+		out[i] = []byte(l)
+	}
+	return out
+}
+
+func linesFromProto(lines [][]byte) []string {
+	if lines == nil {
+		return nil
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = string(l)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -39,24 +40,27 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
+	// A status message is a proto string: it must be valid UTF-8, or the
+	// details would be dropped on the way.
+	msg := strings.ToValidUTF8(err.Error(), "\uFFFD")
 	for _, w := range wireErrors {
 		if errors.Is(err, w.err) {
-			st, detErr := status.New(w.code, err.Error()).WithDetails(&errdetails.ErrorInfo{
+			st, detErr := status.New(w.code, msg).WithDetails(&errdetails.ErrorInfo{
 				Reason: w.reason, Domain: errorDomain,
 			})
 			if detErr != nil {
-				return status.Error(w.code, err.Error())
+				return status.Error(w.code, msg)
 			}
 			return st.Err()
 		}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
+		return status.Error(codes.Canceled, msg)
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
+		return status.Error(codes.DeadlineExceeded, msg)
 	}
-	return status.Error(codes.Unknown, err.Error())
+	return status.Error(codes.Unknown, msg)
 }
 
 // remoteError is an error that came over the wire: its message as the

@@ -3,6 +3,7 @@ package pluginapitest
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,6 +115,21 @@ var runCases = []suiteCase{
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Cat, Stdin: []byte("line one\nline two\n"), TimeoutMs: 10_000})
 		if res.TimedOut || res.Stdout.Text != "line one\nline two\n" {
 			e.t.Errorf("cat with stdin: %+v", res)
+		}
+	}},
+	{"run/paths and environment values need not be UTF-8", func(e *env) {
+		dir := filepath.Join(e.t.TempDir(), "caf\xe9")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			e.t.Fatal(err)
+		}
+		value := "na\xefve \xff"
+		res := e.run(pluginapi.ExecRequest{Command: e.sh.PrintEnv("DSH_TEST_VALUE"), Workdir: dir,
+			Env: map[string]string{"DSH_TEST_VALUE": value}})
+		if res.Stdout.Text != value {
+			e.t.Errorf("the command saw %q, want the bytes %q", res.Stdout.Text, value)
+		}
+		if _, err := e.x.Run(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), Workdir: dir})); err != nil {
+			e.t.Errorf("Run in %q: %v", dir, err)
 		}
 	}},
 	{"run/live output matches the collected output", func(e *env) {

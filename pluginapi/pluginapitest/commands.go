@@ -22,6 +22,9 @@ type Commands struct {
 	Touch func(path string) string
 	// Cat copies stdin to stdout.
 	Cat string
+	// PrintEnv prints the value of the environment variable name, without a
+	// newline.
+	PrintEnv func(name string) string
 	// IgnoreTerm makes the shell ignore SIGTERM, then runs rest.
 	IgnoreTerm func(rest string) string
 }
@@ -35,5 +38,6 @@ var POSIX = Commands{
 	KillSelf:   "kill -9 $$",
 	Touch:      func(path string) string { return "touch " + strconv.Quote(path) },
 	Cat:        "cat",
+	PrintEnv:   func(name string) string { return `printf %s "$` + name + `"` },
 	IgnoreTerm: func(rest string) string { return "trap '' TERM; " + rest },
 }

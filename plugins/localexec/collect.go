@@ -23,7 +23,16 @@ func newCollector(max int64) *collector {
 	return &collector{max: int(max)}
 }
 
-func (c *collector) headCap() int { return c.max / 2 }
+// minNoteCap is the smallest cap that keeps a head, a tail and the note
+// between them; below it only the tail is kept.
+const minNoteCap = 64
+
+func (c *collector) headCap() int {
+	if c.max < minNoteCap {
+		return 0
+	}
+	return c.max / 2
+}
 func (c *collector) tailCap() int { return c.max - c.headCap() }
 
 // Write never fails: past the cap it keeps the tail and counts the rest.
@@ -68,12 +77,11 @@ func (c *collector) output() pluginapi.CollectedOutput {
 	if c.total <= int64(c.max) {
 		return pluginapi.CollectedOutput{Text: string(c.head) + string(ring), TotalBytes: c.total}
 	}
-	head, tail := c.head, ring
-	if note := len(omissionNote(c.total)); c.max < 2*note {
-		// Too small a cap for a note: keep the tail alone.
-		tail = trimIncompleteStart(append(head, tail...)[max(0, len(head)+len(tail)-c.max):])
-		return pluginapi.CollectedOutput{Text: string(tail), TotalBytes: c.total, Truncated: true}
+	if c.headCap() == 0 {
+		// Too small a cap for a note: the tail alone.
+		return pluginapi.CollectedOutput{Text: string(trimIncompleteStart(ring)), TotalBytes: c.total, Truncated: true}
 	}
+	head, tail := c.head, ring
 	// Make room for the note inside the cap, taking it from both ends.
 	note := len(omissionNote(c.total))
 	cutHead := min(len(head), note/2)
@@ -114,7 +122,10 @@ func trimIncompleteStart(b []byte) []byte {
 			return b[i:]
 		}
 	}
-	return b
+	if len(b) < utf8.UTFMax {
+		return b[len(b):] // nothing but the rest of a cut sequence
+	}
+	return b // not UTF-8 to begin with: keep the bytes
 }
 
 // liveSink serialises the two streams' live output into one callback.

@@ -2,7 +2,6 @@ package localexec
 
 import (
 	"os"
-	"path"
 	"strings"
 )
 
@@ -23,25 +22,46 @@ var Overrides = map[string]string{
 }
 
 // CredentialPatterns match the names of inherited variables that are scrubbed
-// before a command sees the environment (shell-style globs, case-insensitive).
+// before a command sees the environment. A pattern is a name with an optional
+// "*" at either end, matched case-insensitively. They cover cloud and model
+// API keys by shape: AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, GITHUB_TOKEN,
+// OPENAI_API_KEY, ANTHROPIC_API_KEY, AZURE_CLIENT_SECRET, ...
 var CredentialPatterns = []string{
-	"*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*_KEY", "*_KEY_ID", "*CREDENTIAL*",
-	"AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "OPENAI_*", "ANTHROPIC_*",
+	"*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*_KEY", "*_KEY_ID", "*APIKEY*",
+	"*CREDENTIAL*", "*_AUTH", "*PRIVATE_KEY*",
 }
 
 // pluginPatterns match the variables go-plugin sets for the plugin process
 // itself; a command has no use for them.
 var pluginPatterns = []string{"PLUGIN_*", "DSH_SHELL_EXECUTOR_PLUGIN"}
 
-// scrubbed reports whether an inherited variable named name is a credential.
+// scrubbed reports whether an inherited variable named name matches one of
+// patterns.
 func scrubbed(name string, patterns []string) bool {
 	upper := strings.ToUpper(name)
 	for _, p := range patterns {
-		if ok, _ := path.Match(p, upper); ok {
+		if matchName(strings.ToUpper(p), upper) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchName matches name against a pattern with an optional "*" at either
+// end: "*X*" contains, "*X" suffix, "X*" prefix, "X" equal.
+func matchName(pattern, name string) bool {
+	lead := strings.HasPrefix(pattern, "*")
+	trail := len(pattern) > 1 && strings.HasSuffix(pattern, "*")
+	core := strings.TrimSuffix(strings.TrimPrefix(pattern, "*"), "*")
+	switch {
+	case lead && trail:
+		return strings.Contains(name, core)
+	case lead:
+		return strings.HasSuffix(name, core)
+	case trail:
+		return strings.HasPrefix(name, core)
+	}
+	return name == core
 }
 
 // buildEnv layers the environment a command sees: the inherited environment
