@@ -109,6 +109,24 @@ func TestCloseStopsThePluginAndEverythingItStarted(t *testing.T) {
 	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
 	ctx := context.Background()
 	pluginPID := h.PluginPID()
+	pid := startSleep(t, h)
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	requireGone(t, pid)
+	requireGone(t, pluginPID)
+	if _, err := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "true"}); !errors.Is(err, pluginapi.ErrPluginUnavailable) {
+		t.Errorf("a call after Close: %v, want ErrPluginUnavailable", err)
+	}
+}
+
+// startSleep starts a background sleep through h and returns its pid.
+func startSleep(t *testing.T, h *host.Host) int {
+	t.Helper()
+	ctx := context.Background()
 	spec, err := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "echo $$; exec sleep 1000"})
 	if err != nil {
 		t.Fatal(err)
@@ -129,17 +147,18 @@ func TestCloseStopsThePluginAndEverythingItStarted(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("the background command never printed its pid")
 	}
-	if err := h.Close(ctx); err != nil {
+	return pid
+}
+
+func TestAPluginSentSIGTERMTerminatesWhatItRuns(t *testing.T) {
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	pluginPID := h.PluginPID()
+	pid := startSleep(t, h)
+	if err := syscall.Kill(pluginPID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
-	}
-	if err := h.Close(ctx); err != nil {
-		t.Errorf("a second Close: %v", err)
 	}
 	requireGone(t, pid)
 	requireGone(t, pluginPID)
-	if _, err := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "true"}); !errors.Is(err, pluginapi.ErrPluginUnavailable) {
-		t.Errorf("a call after Close: %v, want ErrPluginUnavailable", err)
-	}
 }
 
 func TestLaunchRefusesABinaryThatIsNotAPlugin(t *testing.T) {

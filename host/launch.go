@@ -84,10 +84,12 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 	if len(ex.Checksum) > 0 {
 		secure = &plugin.SecureConfig{Checksum: ex.Checksum, Hash: sha256.New()}
 	}
+	cmd := exec.Command(ex.Path, ex.Args...)
+	cmd.SysProcAttr = pluginProcAttr()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
-		Cmd:              exec.Command(ex.Path, ex.Args...),
+		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		SecureConfig:     secure,

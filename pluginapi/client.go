@@ -33,6 +33,7 @@ type grpcClient struct {
 var (
 	_ ShellExecutor = (*grpcClient)(nil)
 	_ LiveRunner    = (*grpcClient)(nil)
+	_ RequestRunner = (*grpcClient)(nil)
 )
 
 // NewClient returns a ShellExecutor speaking to a plugin over conn. life is
@@ -89,20 +90,36 @@ func (c *grpcClient) Run(ctx context.Context, spec ExecSpec) (RunResult, error) 
 	return c.RunLive(ctx, spec, nil)
 }
 
-// RunLive runs spec over a Run stream that lives as long as the plugin, not
-// as long as ctx: cancelling ctx sends an abort and still waits for the
-// settled result, so an aborted run reports what it printed and how it died.
+// RunLive runs spec, passing output to onOutput as it comes.
 func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(Stream, []byte)) (RunResult, error) {
-	if err := ctx.Err(); err != nil {
-		return RunResult{}, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
-	}
 	if err := checkEnvKeys(spec.Env, spec.DshEnv); err != nil {
 		return RunResult{}, err
 	}
-	start := &pb.RunInput{Input: &pb.RunInput_Start{Start: &pb.RunStart{
-		Spec: specToProto(spec), StreamOutput: onOutput != nil,
-	}}}
-	if err := checkSize(start); err != nil {
+	return c.runStream(ctx, &pb.RunStart{Spec: specToProto(spec)}, spec.KillGrace(), onOutput)
+}
+
+// unknownKillGrace stands for the kill grace of a request not yet resolved.
+const unknownKillGrace = 30 * time.Second
+
+// RunRequest resolves and runs req in one round trip.
+func (c *grpcClient) RunRequest(ctx context.Context, req ExecRequest, onOutput func(Stream, []byte)) (RunResult, error) {
+	if err := checkEnvKeys(req.Env, req.DshEnv); err != nil {
+		return RunResult{}, err
+	}
+	return c.runStream(ctx, &pb.RunStart{Request: requestToProto(req)}, unknownKillGrace, onOutput)
+}
+
+// runStream runs a command over a Run stream that lives as long as the
+// plugin, not as long as ctx: cancelling ctx sends an abort and still waits
+// for the settled result, so an aborted run reports what it printed and how
+// it died. killGrace bounds, with abortSettleMargin, how long that wait is.
+func (c *grpcClient) runStream(ctx context.Context, start *pb.RunStart, killGrace time.Duration, onOutput func(Stream, []byte)) (RunResult, error) {
+	if err := ctx.Err(); err != nil {
+		return RunResult{}, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
+	}
+	start.StreamOutput = onOutput != nil
+	first := &pb.RunInput{Input: &pb.RunInput_Start{Start: start}}
+	if err := checkSize(first); err != nil {
 		return RunResult{}, err
 	}
 	sctx, cancel := context.WithCancel(c.life)
@@ -111,7 +128,7 @@ func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(S
 	if err != nil {
 		return RunResult{}, fromStatus(ctx, err)
 	}
-	if err := stream.Send(start); err != nil {
+	if err := stream.Send(first); err != nil {
 		return RunResult{}, c.streamErr(ctx, stream)
 	}
 
@@ -121,7 +138,7 @@ func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(S
 		reason := context.Cause(ctx).Error()
 		_ = stream.Send(&pb.RunInput{Input: &pb.RunInput_Abort{Abort: &pb.RunAbort{Reason: reason}}})
 		gaveUp.Lock()
-		giveUp = time.AfterFunc(spec.KillGrace()+abortSettleMargin, cancel)
+		giveUp = time.AfterFunc(killGrace+abortSettleMargin, cancel)
 		gaveUp.Unlock()
 	})
 	defer func() {
@@ -138,7 +155,7 @@ func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(S
 		if err != nil {
 			if ctx.Err() != nil && sctx.Err() != nil && c.life.Err() == nil {
 				return RunResult{}, fmt.Errorf("%w: the command did not settle within %s of the abort",
-					ErrPluginUnavailable, spec.KillGrace()+abortSettleMargin)
+					ErrPluginUnavailable, killGrace+abortSettleMargin)
 			}
 			if errors.Is(err, io.EOF) {
 				return RunResult{}, fmt.Errorf("%w: Run stream ended without a result", ErrPluginUnavailable)

@@ -42,6 +42,35 @@ type LiveRunner interface {
 	RunLive(ctx context.Context, spec ExecSpec, onOutput func(stream Stream, data []byte)) (RunResult, error)
 }
 
+// RequestRunner is implemented by executors that resolve and run a request
+// in one call; over the wire that saves a round trip. The executor's own Run
+// still receives only the spec its Resolve returned.
+type RequestRunner interface {
+	RunRequest(ctx context.Context, req ExecRequest, onOutput func(stream Stream, data []byte)) (RunResult, error)
+}
+
+// RunRequest resolves req with x and runs the spec, in one round trip when x
+// is a RequestRunner. onOutput, when not nil, receives the output: as it
+// comes where x can report it live, else the collected text at the end.
+func RunRequest(ctx context.Context, x ShellExecutor, req ExecRequest, onOutput func(Stream, []byte)) (RunResult, error) {
+	if rr, ok := x.(RequestRunner); ok {
+		return rr.RunRequest(ctx, req, onOutput)
+	}
+	spec, err := x.Resolve(ctx, req)
+	if err != nil {
+		return RunResult{}, err
+	}
+	if live, ok := x.(LiveRunner); ok && onOutput != nil {
+		return live.RunLive(ctx, spec, onOutput)
+	}
+	res, err := x.Run(ctx, spec)
+	if err == nil && onOutput != nil {
+		onOutput(Stdout, []byte(res.Stdout.Text))
+		onOutput(Stderr, []byte(res.Stderr.Text))
+	}
+	return res, err
+}
+
 // ShellProcess is a background process started by ShellExecutor.Start.
 type ShellProcess interface {
 	// ID names the process within its executor.

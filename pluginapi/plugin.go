@@ -84,6 +84,9 @@ func Serve(impl ShellExecutor) {
 	// before it has terminated what it started. (Notify, not Ignore: an
 	// ignored signal would stay ignored in every command.)
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// SIGTERM sent to the plugin itself: terminate what it runs, then exit.
+	terminate := make(chan os.Signal, 1)
+	signal.Notify(terminate, syscall.SIGTERM)
 
 	hostPID := os.Getppid()
 	hostGone := make(chan struct{})
@@ -103,16 +106,20 @@ func Serve(impl ShellExecutor) {
 		}
 	}()
 	go func() {
+		why := "host process is gone"
 		select {
 		case <-hostGone:
-			stop()
-			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			err := impl.Close(ctx)
-			cancel()
-			logger.Warn("host process is gone; terminated every process", "error", err)
-			os.Exit(1)
+		case <-terminate:
+			why = "received SIGTERM"
 		case <-life.Done():
+			return
 		}
+		stop()
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		err := impl.Close(ctx)
+		cancel()
+		logger.Warn(why+"; terminated every process", "error", err)
+		os.Exit(1)
 	}()
 
 	plugin.Serve(&plugin.ServeConfig{

@@ -86,7 +86,14 @@ func (s *grpcServer) Run(stream pb.ShellExecutor_RunServer) error {
 		}
 	}()
 
-	spec := specFromProto(start.GetSpec())
+	var spec ExecSpec
+	if req := start.GetRequest(); req != nil {
+		if spec, err = s.impl.Resolve(ctx, requestFromProto(req)); err != nil {
+			return toStatus(err)
+		}
+	} else {
+		spec = specFromProto(start.GetSpec())
+	}
 	var res RunResult
 	live, isLive := s.impl.(LiveRunner)
 	if start.GetStreamOutput() && isLive {

@@ -73,21 +73,14 @@ func runCmd(args []string) int {
 		}
 	}()
 
-	shell := h.Shell()
-	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{
-		Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds(),
-	})
-	if err != nil {
-		return cannot(err)
-	}
-	var res pluginapi.RunResult
+	req := pluginapi.ExecRequest{Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds()}
 	var out *liveOutput
-	if live, ok := shell.(pluginapi.LiveRunner); ok && !*asJSON {
+	var onOutput func(pluginapi.Stream, []byte)
+	if !*asJSON {
 		out = &liveOutput{}
-		res, err = live.RunLive(ctx, spec, out.write)
-	} else {
-		res, err = shell.Run(ctx, spec)
+		onOutput = out.write
 	}
+	res, err := pluginapi.RunRequest(ctx, h.Shell(), req, onOutput)
 	if err != nil {
 		return cannot(err)
 	}
@@ -97,11 +90,6 @@ func runCmd(args []string) int {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res)
 	} else {
-		if out == nil {
-			out = &liveOutput{}
-			out.write(pluginapi.Stdout, []byte(res.Stdout.Text))
-			out.write(pluginapi.Stderr, []byte(res.Stderr.Text))
-		}
 		out.finish(res)
 	}
 	return exitStatus(res)

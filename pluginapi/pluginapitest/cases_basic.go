@@ -132,6 +132,28 @@ var runCases = []suiteCase{
 			e.t.Errorf("Run in %q: %v", dir, err)
 		}
 	}},
+	{"run/resolve and run in one call", func(e *env) {
+		var live strings.Builder
+		var mu sync.Mutex
+		res, err := pluginapi.RunRequest(e.ctx, e.x, pluginapi.ExecRequest{Command: e.sh.OutErr("one-call", "e")},
+			func(st pluginapi.Stream, data []byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				if st == pluginapi.Stdout {
+					live.Write(data)
+				}
+			})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if res.Stdout.Text != "one-call\n" || live.String() != "one-call\n" || res.TimeoutMs <= 0 {
+			e.t.Errorf("result %+v, live stdout %q", res, live.String())
+		}
+		_, err = pluginapi.RunRequest(e.ctx, e.x, pluginapi.ExecRequest{Command: e.sh.Exit(0), TimeoutMs: -5}, nil)
+		if !errors.Is(err, pluginapi.ErrInvalidRequest) {
+			e.t.Errorf("RunRequest with timeoutMs -5: %v, want ErrInvalidRequest", err)
+		}
+	}},
 	{"run/live output matches the collected output", func(e *env) {
 		live, ok := e.x.(pluginapi.LiveRunner)
 		if !ok {

@@ -607,9 +607,13 @@ func (*RunInput_Abort) isRunInput_Input() {}
 
 type RunStart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Spec  *ExecSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// The resolved spec to run. Exactly one of spec and request is set.
+	Spec *ExecSpec `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
 	// Send output chunks while the command runs.
-	StreamOutput  bool `protobuf:"varint,2,opt,name=stream_output,json=streamOutput,proto3" json:"stream_output,omitempty"`
+	StreamOutput bool `protobuf:"varint,2,opt,name=stream_output,json=streamOutput,proto3" json:"stream_output,omitempty"`
+	// A request the server resolves before running it: Resolve and Run in one
+	// round trip. A Resolve error ends the stream with that error.
+	Request       *ExecRequest `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -656,6 +660,13 @@ func (x *RunStart) GetStreamOutput() bool {
 		return x.StreamOutput
 	}
 	return false
+}
+
+func (x *RunStart) GetRequest() *ExecRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
 }
 
 type RunAbort struct {
@@ -1702,10 +1713,11 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\bRunInput\x122\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.dsh.shellexec.v1.RunStartH\x00R\x05start\x122\n" +
 	"\x05abort\x18\x02 \x01(\v2\x1a.dsh.shellexec.v1.RunAbortH\x00R\x05abortB\a\n" +
-	"\x05input\"_\n" +
+	"\x05input\"\x98\x01\n" +
 	"\bRunStart\x12.\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1a.dsh.shellexec.v1.ExecSpecR\x04spec\x12#\n" +
-	"\rstream_output\x18\x02 \x01(\bR\fstreamOutput\"\"\n" +
+	"\rstream_output\x18\x02 \x01(\bR\fstreamOutput\x127\n" +
+	"\arequest\x18\x03 \x01(\v2\x1d.dsh.shellexec.v1.ExecRequestR\arequest\"\"\n" +
 	"\bRunAbort\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"S\n" +
 	"\vOutputChunk\x120\n" +
@@ -1853,35 +1865,36 @@ var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
 	8,  // 6: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
 	9,  // 7: dsh.shellexec.v1.RunInput.abort:type_name -> dsh.shellexec.v1.RunAbort
 	4,  // 8: dsh.shellexec.v1.RunStart.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	0,  // 9: dsh.shellexec.v1.OutputChunk.stream:type_name -> dsh.shellexec.v1.Stream
-	10, // 10: dsh.shellexec.v1.RunEvent.output:type_name -> dsh.shellexec.v1.OutputChunk
-	14, // 11: dsh.shellexec.v1.RunEvent.result:type_name -> dsh.shellexec.v1.RunResult
-	12, // 12: dsh.shellexec.v1.RunResult.stdout:type_name -> dsh.shellexec.v1.CollectedOutput
-	12, // 13: dsh.shellexec.v1.RunResult.stderr:type_name -> dsh.shellexec.v1.CollectedOutput
-	13, // 14: dsh.shellexec.v1.RunResult.sandbox:type_name -> dsh.shellexec.v1.SandboxFacts
-	4,  // 15: dsh.shellexec.v1.StartRequest.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	22, // 16: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
-	1,  // 17: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
-	5,  // 18: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
-	7,  // 19: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
-	15, // 20: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
-	17, // 21: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
-	19, // 22: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
-	21, // 23: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
-	24, // 24: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
-	2,  // 25: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	6,  // 26: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	11, // 27: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	16, // 28: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	18, // 29: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	20, // 30: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	23, // 31: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	25, // 32: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	25, // [25:33] is the sub-list for method output_type
-	17, // [17:25] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	3,  // 9: dsh.shellexec.v1.RunStart.request:type_name -> dsh.shellexec.v1.ExecRequest
+	0,  // 10: dsh.shellexec.v1.OutputChunk.stream:type_name -> dsh.shellexec.v1.Stream
+	10, // 11: dsh.shellexec.v1.RunEvent.output:type_name -> dsh.shellexec.v1.OutputChunk
+	14, // 12: dsh.shellexec.v1.RunEvent.result:type_name -> dsh.shellexec.v1.RunResult
+	12, // 13: dsh.shellexec.v1.RunResult.stdout:type_name -> dsh.shellexec.v1.CollectedOutput
+	12, // 14: dsh.shellexec.v1.RunResult.stderr:type_name -> dsh.shellexec.v1.CollectedOutput
+	13, // 15: dsh.shellexec.v1.RunResult.sandbox:type_name -> dsh.shellexec.v1.SandboxFacts
+	4,  // 16: dsh.shellexec.v1.StartRequest.spec:type_name -> dsh.shellexec.v1.ExecSpec
+	22, // 17: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
+	1,  // 18: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
+	5,  // 19: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
+	7,  // 20: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
+	15, // 21: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
+	17, // 22: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
+	19, // 23: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
+	21, // 24: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
+	24, // 25: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
+	2,  // 26: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	6,  // 27: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	11, // 28: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	16, // 29: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	18, // 30: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	20, // 31: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	23, // 32: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	25, // 33: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	26, // [26:34] is the sub-list for method output_type
+	18, // [18:26] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_shellexec_v1_shellexec_proto_init() }

@@ -1,0 +1,47 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// bins are the binaries TestMain builds, all in one temporary directory.
+var bins struct {
+	dir    string // symlinks resolved, so /proc/PID/exe can be compared to it
+	host   string // dsh-host
+	plugin string // the standalone bash-local plugin
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "dsh-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if bins.dir, err = filepath.EvalSymlinks(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	bins.host = filepath.Join(bins.dir, "dsh-host")
+	bins.plugin = filepath.Join(bins.dir, "dsh-executor-bash-local")
+	for out, pkg := range map[string]string{
+		bins.host:   "github.com/dsh-host/dsh-host/cmd/dsh-host",
+		bins.plugin: "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
+	} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: go build %s: %v\n", pkg, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
