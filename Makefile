@@ -26,7 +26,7 @@ test:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 bench: build
-	$(GO) run ./integration/bench
+	$(GO) run ./integration/bench -dsh-host $(BIN)/dsh-host -breakdown
 
 # run: the demo, through the built-in default executor (bash-local).
 DEMO := echo "hello from bash-local: pid $$$$, in $$PWD"; uname -sr; echo "a line on stderr" >&2; exit 3
