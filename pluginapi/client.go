@@ -34,6 +34,7 @@ var (
 	_ ShellExecutor = (*grpcClient)(nil)
 	_ LiveRunner    = (*grpcClient)(nil)
 	_ RequestRunner = (*grpcClient)(nil)
+	_ Configurable  = (*grpcClient)(nil)
 )
 
 // NewClient returns a ShellExecutor speaking to a plugin over conn. life is
@@ -200,6 +201,17 @@ func (c *grpcClient) Start(ctx context.Context, spec ExecSpec) (ShellProcess, er
 	p := &remoteProcess{c: c, id: resp.GetProcessId(), done: make(chan struct{})}
 	go p.watch(ctx)
 	return p, nil
+}
+
+func (c *grpcClient) Configure(ctx context.Context, settings []byte) error {
+	msg := &pb.ConfigureRequest{SettingsJson: settings}
+	if err := checkSize(msg); err != nil {
+		return err
+	}
+	if _, err := c.client.Configure(ctx, msg); err != nil {
+		return fromStatus(ctx, err)
+	}
+	return nil
 }
 
 func (c *grpcClient) Close(ctx context.Context) error {

@@ -17,6 +17,8 @@ var (
 	ErrSpecNotResolved = errors.New("pluginapi: spec not resolved")
 	// ErrInvalidRequest: Resolve cannot turn the request into a runnable spec.
 	ErrInvalidRequest = errors.New("pluginapi: invalid request")
+	// ErrInvalidSettings: the executor cannot apply its settings section.
+	ErrInvalidSettings = errors.New("pluginapi: invalid settings")
 	// ErrRequestTooLarge: the request does not fit in one message on the wire.
 	ErrRequestTooLarge = errors.New("pluginapi: request too large")
 	// ErrUnknownProcess: no background process has that id.

@@ -42,6 +42,14 @@ type LiveRunner interface {
 	RunLive(ctx context.Context, spec ExecSpec, onOutput func(stream Stream, data []byte)) (RunResult, error)
 }
 
+// Configurable is implemented by executors that take settings: the host
+// hands them their section of the settings (SettingsNamespace), as JSON,
+// before the first command. An executor rejects what it does not know with
+// ErrInvalidSettings, naming the key.
+type Configurable interface {
+	Configure(ctx context.Context, settings []byte) error
+}
+
 // RequestRunner is implemented by executors that resolve and run a request
 // in one call; over the wire that saves a round trip. The executor's own Run
 // still receives only the spec its Resolve returned.

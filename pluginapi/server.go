@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
@@ -196,4 +197,19 @@ func (s *grpcServer) Close(ctx context.Context, _ *pb.CloseRequest) (*pb.CloseRe
 		return nil, toStatus(err)
 	}
 	return &pb.CloseResponse{}, nil
+}
+
+func (s *grpcServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
+	settings := req.GetSettingsJson()
+	c, ok := s.impl.(Configurable)
+	if !ok {
+		if trimmed := strings.TrimSpace(string(settings)); trimmed != "" && trimmed != "{}" && trimmed != "null" {
+			return nil, toStatus(fmt.Errorf("%w: this executor takes no settings", ErrInvalidSettings))
+		}
+		return &pb.ConfigureResponse{}, nil
+	}
+	if err := c.Configure(ctx, settings); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ConfigureResponse{}, nil
 }

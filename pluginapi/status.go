@@ -25,6 +25,7 @@ var wireErrors = []struct {
 	{ErrAbortedBeforeStart, codes.Canceled, "ABORTED_BEFORE_START"},
 	{ErrSpecNotResolved, codes.InvalidArgument, "SPEC_NOT_RESOLVED"},
 	{ErrInvalidRequest, codes.InvalidArgument, "INVALID_REQUEST"},
+	{ErrInvalidSettings, codes.InvalidArgument, "INVALID_SETTINGS"},
 	{ErrRequestTooLarge, codes.ResourceExhausted, "REQUEST_TOO_LARGE"},
 	{ErrUnknownProcess, codes.NotFound, "UNKNOWN_PROCESS"},
 	{ErrExecutorClosed, codes.FailedPrecondition, "EXECUTOR_CLOSED"},

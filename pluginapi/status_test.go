@@ -15,7 +15,7 @@ import (
 
 var sentinels = []error{
 	ErrUnusableWorkdir, ErrMissingShell, ErrAbortedBeforeStart, ErrSpecNotResolved, ErrInvalidRequest,
-	ErrRequestTooLarge, ErrUnknownProcess, ErrExecutorClosed, ErrPluginUnavailable,
+	ErrInvalidSettings, ErrRequestTooLarge, ErrUnknownProcess, ErrExecutorClosed, ErrPluginUnavailable,
 }
 
 // TestSentinelsCrossTheWire: a wrapped sentinel keeps its identity and its

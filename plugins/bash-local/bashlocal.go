@@ -13,14 +13,14 @@ const Name = "bash-local"
 // Version is the executor's version.
 const Version = "0.1.0"
 
-// SettingsSchema is the JSON Schema of bash-local's settings section. It
-// grows a property for each setting the executor applies.
+// SettingsSchema is the JSON Schema of bash-local's settings section: the
+// settings every local executor shares (localexec.Settings).
 const SettingsSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "title": "shell (bash-local)",
   "type": "object",
   "additionalProperties": false,
-  "properties": {}
+  "properties": ` + localexec.SettingsSchemaProperties + `
 }`
 
 // New returns the bash-local executor.

@@ -62,7 +62,7 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 		return nil, err
 	}
 	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-	bp.p, err = spawn(argv, spec, buildEnv(spec.Env, spec.DshEnv), bp.stdout, bp.stderr)
+	bp.p, err = spawn(argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv), bp.stdout, bp.stderr)
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.
 		_, _ = bp.stderr.Write([]byte(err.Error() + "\n"))

@@ -65,9 +65,9 @@ func matchName(pattern, name string) bool {
 }
 
 // buildEnv layers the environment a command sees: the inherited environment
-// less credentials, then Overrides, then the caller's env, then the managed
+// less credentials (as set says), then Overrides, then the caller's env, then the managed
 // DSH_* entries, which nothing displaces.
-func buildEnv(env, dshEnv map[string]string) []string {
+func buildEnv(settings Settings, env, dshEnv map[string]string) []string {
 	merged := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -78,7 +78,10 @@ func buildEnv(env, dshEnv map[string]string) []string {
 	}
 	for _, kv := range os.Environ() {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || scrubbed(k, CredentialPatterns) || scrubbed(k, pluginPatterns) {
+		if !ok || scrubbed(k, pluginPatterns) {
+			continue
+		}
+		if settings.scrubs() && scrubbed(k, settings.CredentialPatterns) && !scrubbed(k, settings.CredentialAllowlist) {
 			continue
 		}
 		set(k, v)

@@ -42,7 +42,7 @@ func TestBuildEnvScrubsInherited(t *testing.T) {
 	for k, v := range keptVars {
 		t.Setenv(k, v)
 	}
-	got := envMap(t, buildEnv(nil, nil))
+	got := envMap(t, buildEnv(DefaultSettings, nil, nil))
 	for _, k := range scrubbedVars {
 		if v, ok := got[k]; ok {
 			t.Errorf("%s=%s was not scrubbed", k, v)
@@ -53,7 +53,7 @@ func TestBuildEnvScrubsInherited(t *testing.T) {
 			t.Errorf("%s = %q (present %v), want %q kept", k, v, ok, want)
 		}
 	}
-	for _, kv := range buildEnv(nil, nil) {
+	for _, kv := range buildEnv(DefaultSettings, nil, nil) {
 		if strings.Contains(kv, "secret-") {
 			t.Errorf("a scrubbed value leaked: %q", kv)
 		}
@@ -150,7 +150,7 @@ func TestBuildEnvLayers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := envMap(t, buildEnv(tt.env, tt.dshEnv))
+			got := envMap(t, buildEnv(DefaultSettings, tt.env, tt.dshEnv))
 			for k, want := range tt.want {
 				if v, ok := got[k]; !ok || v != want {
 					t.Errorf("%s = %q (present %v), want %q", k, v, ok, want)
@@ -177,7 +177,7 @@ func TestBuildEnvDoesNotMutate(t *testing.T) {
 	}
 	env := map[string]string{"TERM": "vt100"}
 	dsh := map[string]string{"DSH_X": "1"}
-	_ = buildEnv(env, dsh)
+	_ = buildEnv(DefaultSettings, env, dsh)
 	if len(Overrides) != len(before) {
 		t.Fatalf("Overrides changed size")
 	}
@@ -189,7 +189,7 @@ func TestBuildEnvDoesNotMutate(t *testing.T) {
 	if len(env) != 1 || env["TERM"] != "vt100" || len(dsh) != 1 || dsh["DSH_X"] != "1" {
 		t.Errorf("inputs changed: env %v, dshEnv %v", env, dsh)
 	}
-	if got := envMap(t, buildEnv(nil, nil)); got["TERM"] != "dumb" {
+	if got := envMap(t, buildEnv(DefaultSettings, nil, nil)); got["TERM"] != "dumb" {
 		t.Errorf("TERM = %q after a call with TERM=vt100, want dumb", got["TERM"])
 	}
 }

@@ -24,17 +24,18 @@ type Config struct {
 	Argv func(command string) []string
 	// SettingsSchema is the JSON Schema of the executor's settings section.
 	SettingsSchema string
-	// Limits are the defaults and caps Resolve applies; zero fields take
-	// DefaultLimits.
-	Limits Limits
+	// Defaults are the executor's settings before Configure; zero fields
+	// take DefaultSettings.
+	Defaults Settings
 }
 
 // Executor is a pluginapi.ShellExecutor running commands as local processes.
 type Executor struct {
 	cfg Config
 
-	mu     sync.Mutex
-	closed bool
+	mu      sync.Mutex
+	current Settings
+	closed  bool
 	// active counts runs and background processes; Close waits for it.
 	active sync.WaitGroup
 	// stops interrupt what is active when the executor closes.
@@ -46,12 +47,12 @@ type Executor struct {
 var (
 	_ pluginapi.ShellExecutor = (*Executor)(nil)
 	_ pluginapi.LiveRunner    = (*Executor)(nil)
+	_ pluginapi.Configurable  = (*Executor)(nil)
 )
 
 // New returns an Executor for cfg.
 func New(cfg Config) *Executor {
-	cfg.Limits = cfg.Limits.withDefaults()
-	return &Executor{cfg: cfg, stops: map[int]func(error){}}
+	return &Executor{cfg: cfg, current: cfg.Defaults.withDefaults(), stops: map[int]func(error){}}
 }
 
 // Describe reports the executor's name, version, platform and settings.

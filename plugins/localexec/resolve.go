@@ -9,44 +9,6 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
-// Limits are the defaults and caps Resolve applies.
-type Limits struct {
-	DefaultTimeoutMs int64
-	MaxTimeoutMs     int64
-	// DefaultOutputBytes and MaxOutputBytes bound the collected output per
-	// stream.
-	DefaultOutputBytes int64
-	MaxOutputBytes     int64
-	KillGraceMs        int64
-}
-
-// DefaultLimits are the design's: 120 s by default, 600 s at most, 30,000
-// bytes collected per stream, 2 s between SIGTERM and SIGKILL.
-var DefaultLimits = Limits{
-	DefaultTimeoutMs:   120_000,
-	MaxTimeoutMs:       600_000,
-	DefaultOutputBytes: 30_000,
-	MaxOutputBytes:     1 << 20,
-	KillGraceMs:        2_000,
-}
-
-func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
-	pick := func(v, def int64) int64 {
-		if v > 0 {
-			return v
-		}
-		return def
-	}
-	return Limits{
-		DefaultTimeoutMs:   pick(l.DefaultTimeoutMs, d.DefaultTimeoutMs),
-		MaxTimeoutMs:       pick(l.MaxTimeoutMs, d.MaxTimeoutMs),
-		DefaultOutputBytes: pick(l.DefaultOutputBytes, d.DefaultOutputBytes),
-		MaxOutputBytes:     pick(l.MaxOutputBytes, d.MaxOutputBytes),
-		KillGraceMs:        pick(l.KillGraceMs, d.KillGraceMs),
-	}
-}
-
 // DshEnvPrefix is the prefix every managed environment key carries.
 const DshEnvPrefix = "DSH_"
 
@@ -69,7 +31,7 @@ func capped(field string, v, def, max int64) (int64, error) {
 
 // Resolve fills defaults into req and caps every field.
 func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (pluginapi.ExecSpec, error) {
-	lim := e.cfg.Limits
+	lim := e.settings()
 	if strings.TrimSpace(req.Command) == "" {
 		return pluginapi.ExecSpec{}, invalid("empty command")
 	}
@@ -140,7 +102,7 @@ func checkEnv(field string, env map[string]string, managed bool) error {
 
 // checkResolved rejects a spec that Resolve could not have produced.
 func (e *Executor) checkResolved(spec pluginapi.ExecSpec) error {
-	lim := e.cfg.Limits
+	lim := e.settings()
 	bad := func(what string) error {
 		return fmt.Errorf("%w: %s", pluginapi.ErrSpecNotResolved, what)
 	}

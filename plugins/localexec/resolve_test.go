@@ -21,9 +21,9 @@ func TestResolveDefaultsAndCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := DefaultLimits
+	lim := DefaultSettings
 	if lim.DefaultTimeoutMs != 120_000 || lim.MaxTimeoutMs != 600_000 || lim.DefaultOutputBytes != 30_000 || lim.KillGraceMs != 2_000 {
-		t.Fatalf("DefaultLimits = %+v, not the design's", lim)
+		t.Fatalf("DefaultSettings = %+v, not the design's", lim)
 	}
 	tests := []struct {
 		name string
@@ -91,12 +91,12 @@ func TestResolveDefaultsAndCaps(t *testing.T) {
 // Limits given in the Config replace the defaults; zero fields keep them.
 func TestResolveConfiguredLimits(t *testing.T) {
 	e := New(Config{Name: "test", Shell: "bash", Argv: func(c string) []string { return []string{"-c", c} },
-		Limits: Limits{DefaultTimeoutMs: 1000, MaxTimeoutMs: 5000, MaxOutputBytes: 64}})
+		Defaults: Settings{DefaultTimeoutMs: 1000, MaxTimeoutMs: 5000, MaxOutputBytes: 64}})
 	spec, err := e.Resolve(context.Background(), pluginapi.ExecRequest{Command: "x", StdoutMaxBytes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.TimeoutMs != 1000 || spec.StdoutMaxBytes != 64 || spec.KillGraceMs != DefaultLimits.KillGraceMs {
+	if spec.TimeoutMs != 1000 || spec.StdoutMaxBytes != 64 || spec.KillGraceMs != DefaultSettings.KillGraceMs {
 		t.Errorf("spec %+v", spec)
 	}
 	spec, err = e.Resolve(context.Background(), pluginapi.ExecRequest{Command: "x", TimeoutMs: 9999})
@@ -165,11 +165,11 @@ func TestCheckResolved(t *testing.T) {
 		{"empty command", func(s *pluginapi.ExecSpec) { s.Command = "" }},
 		{"NUL in command", func(s *pluginapi.ExecSpec) { s.Command = "a\x00" }},
 		{"zero timeout", func(s *pluginapi.ExecSpec) { s.TimeoutMs = 0 }},
-		{"timeout above the cap", func(s *pluginapi.ExecSpec) { s.TimeoutMs = DefaultLimits.MaxTimeoutMs + 1 }},
+		{"timeout above the cap", func(s *pluginapi.ExecSpec) { s.TimeoutMs = DefaultSettings.MaxTimeoutMs + 1 }},
 		{"negative timeout", func(s *pluginapi.ExecSpec) { s.TimeoutMs = -1 }},
 		{"zero stdout cap", func(s *pluginapi.ExecSpec) { s.StdoutMaxBytes = 0 }},
-		{"stdout cap above max", func(s *pluginapi.ExecSpec) { s.StdoutMaxBytes = DefaultLimits.MaxOutputBytes + 1 }},
-		{"stderr cap above max", func(s *pluginapi.ExecSpec) { s.StderrMaxBytes = DefaultLimits.MaxOutputBytes + 1 }},
+		{"stdout cap above max", func(s *pluginapi.ExecSpec) { s.StdoutMaxBytes = DefaultSettings.MaxOutputBytes + 1 }},
+		{"stderr cap above max", func(s *pluginapi.ExecSpec) { s.StderrMaxBytes = DefaultSettings.MaxOutputBytes + 1 }},
 		{"zero kill grace", func(s *pluginapi.ExecSpec) { s.KillGraceMs = 0 }},
 		{"relative workdir", func(s *pluginapi.ExecSpec) { s.Workdir = "rel/dir" }},
 		{"empty workdir", func(s *pluginapi.ExecSpec) { s.Workdir = "" }},
@@ -207,7 +207,7 @@ func FuzzResolve(f *testing.F) {
 	f.Add("ls\x00", "rel", int64(10_000_000), int64(-1), "", "\x00")
 	f.Add("\xff", "/tmp/\xfe", int64(1), int64(1), "DSH_X", "v")
 	e := newTestExecutor()
-	lim := e.cfg.Limits
+	lim := e.settings()
 	f.Fuzz(func(t *testing.T, command, workdir string, timeoutMs, stdoutMax int64, envKey, envVal string) {
 		req := pluginapi.ExecRequest{
 			Command: command, Workdir: workdir, TimeoutMs: timeoutMs, StdoutMaxBytes: stdoutMax,

@@ -47,7 +47,7 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	sink := &liveSink{fn: onOutput}
 	stdout, stderr := newCollector(spec.StdoutMaxBytes), newCollector(spec.StderrMaxBytes)
 	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-	p, err := spawn(argv, spec, buildEnv(spec.Env, spec.DshEnv),
+	p, err := spawn(argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv),
 		teeWriter{stdout, pluginapi.Stdout, sink}, teeWriter{stderr, pluginapi.Stderr, sink})
 	if err != nil {
 		return pluginapi.RunResult{}, err

@@ -1656,6 +1656,87 @@ func (*CloseResponse) Descriptor() ([]byte, []int) {
 	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{24}
 }
 
+type ConfigureRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The executor's settings section (the "shell" namespace) as JSON.
+	SettingsJson  []byte `protobuf:"bytes,1,opt,name=settings_json,json=settingsJson,proto3" json:"settings_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigureRequest) Reset() {
+	*x = ConfigureRequest{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigureRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigureRequest) ProtoMessage() {}
+
+func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
+func (*ConfigureRequest) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ConfigureRequest) GetSettingsJson() []byte {
+	if x != nil {
+		return x.SettingsJson
+	}
+	return nil
+}
+
+type ConfigureResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigureResponse) Reset() {
+	*x = ConfigureResponse{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigureResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigureResponse) ProtoMessage() {}
+
+func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
+func (*ConfigureResponse) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
+}
+
 var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
@@ -1793,11 +1874,14 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\fWaitResponse\x121\n" +
 	"\x04exit\x18\x01 \x01(\v2\x1d.dsh.shellexec.v1.ProcessExitR\x04exit\"\x0e\n" +
 	"\fCloseRequest\"\x0f\n" +
-	"\rCloseResponse*F\n" +
+	"\rCloseResponse\"7\n" +
+	"\x10ConfigureRequest\x12#\n" +
+	"\rsettings_json\x18\x01 \x01(\fR\fsettingsJson\"\x13\n" +
+	"\x11ConfigureResponse*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
-	"\rSTREAM_STDERR\x10\x022\xf0\x04\n" +
+	"\rSTREAM_STDERR\x10\x022\xc6\x05\n" +
 	"\rShellExecutor\x12Q\n" +
 	"\bDescribe\x12!.dsh.shellexec.v1.DescribeRequest\x1a\".dsh.shellexec.v1.DescribeResponse\x12N\n" +
 	"\aResolve\x12 .dsh.shellexec.v1.ResolveRequest\x1a!.dsh.shellexec.v1.ResolveResponse\x12A\n" +
@@ -1807,7 +1891,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"ReadOutput\x12#.dsh.shellexec.v1.ReadOutputRequest\x1a$.dsh.shellexec.v1.ReadOutputResponse\x12E\n" +
 	"\x04Kill\x12\x1d.dsh.shellexec.v1.KillRequest\x1a\x1e.dsh.shellexec.v1.KillResponse\x12E\n" +
 	"\x04Wait\x12\x1d.dsh.shellexec.v1.WaitRequest\x1a\x1e.dsh.shellexec.v1.WaitResponse\x12H\n" +
-	"\x05Close\x12\x1e.dsh.shellexec.v1.CloseRequest\x1a\x1f.dsh.shellexec.v1.CloseResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
+	"\x05Close\x12\x1e.dsh.shellexec.v1.CloseRequest\x1a\x1f.dsh.shellexec.v1.CloseResponse\x12T\n" +
+	"\tConfigure\x12\".dsh.shellexec.v1.ConfigureRequest\x1a#.dsh.shellexec.v1.ConfigureResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
 
 var (
 	file_shellexec_v1_shellexec_proto_rawDescOnce sync.Once
@@ -1822,7 +1907,7 @@ func file_shellexec_v1_shellexec_proto_rawDescGZIP() []byte {
 }
 
 var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(Stream)(0),                // 0: dsh.shellexec.v1.Stream
 	(*DescribeRequest)(nil),    // 1: dsh.shellexec.v1.DescribeRequest
@@ -1850,16 +1935,18 @@ var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(*WaitResponse)(nil),       // 23: dsh.shellexec.v1.WaitResponse
 	(*CloseRequest)(nil),       // 24: dsh.shellexec.v1.CloseRequest
 	(*CloseResponse)(nil),      // 25: dsh.shellexec.v1.CloseResponse
-	nil,                        // 26: dsh.shellexec.v1.ExecRequest.EnvEntry
-	nil,                        // 27: dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	nil,                        // 28: dsh.shellexec.v1.ExecSpec.EnvEntry
-	nil,                        // 29: dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	(*ConfigureRequest)(nil),   // 26: dsh.shellexec.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),  // 27: dsh.shellexec.v1.ConfigureResponse
+	nil,                        // 28: dsh.shellexec.v1.ExecRequest.EnvEntry
+	nil,                        // 29: dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	nil,                        // 30: dsh.shellexec.v1.ExecSpec.EnvEntry
+	nil,                        // 31: dsh.shellexec.v1.ExecSpec.DshEnvEntry
 }
 var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
-	26, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
-	27, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	28, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
-	29, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	28, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
+	29, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	30, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
+	31, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
 	3,  // 4: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
 	4,  // 5: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
 	8,  // 6: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
@@ -1882,16 +1969,18 @@ var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
 	19, // 23: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
 	21, // 24: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
 	24, // 25: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
-	2,  // 26: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	6,  // 27: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	11, // 28: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	16, // 29: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	18, // 30: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	20, // 31: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	23, // 32: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	25, // 33: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
+	26, // 26: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
+	2,  // 27: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	6,  // 28: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	11, // 29: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	16, // 30: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	18, // 31: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	20, // 32: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	23, // 33: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	25, // 34: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	27, // 35: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
+	27, // [27:36] is the sub-list for method output_type
+	18, // [18:27] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1918,7 +2007,7 @@ func file_shellexec_v1_shellexec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shellexec_v1_shellexec_proto_rawDesc), len(file_shellexec_v1_shellexec_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,6 +37,7 @@ const (
 	ShellExecutor_Kill_FullMethodName       = "/dsh.shellexec.v1.ShellExecutor/Kill"
 	ShellExecutor_Wait_FullMethodName       = "/dsh.shellexec.v1.ShellExecutor/Wait"
 	ShellExecutor_Close_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/Close"
+	ShellExecutor_Configure_FullMethodName  = "/dsh.shellexec.v1.ShellExecutor/Configure"
 )
 
 // ShellExecutorClient is the client API for ShellExecutor service.
@@ -64,6 +65,8 @@ type ShellExecutorClient interface {
 	Wait(ctx context.Context, in *WaitRequest, opts ...grpc.CallOption) (*WaitResponse, error)
 	// Close terminates and awaits every process the executor still runs.
 	Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
+	// Configure hands the executor its settings section.
+	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 }
 
 type shellExecutorClient struct {
@@ -157,6 +160,16 @@ func (c *shellExecutorClient) Close(ctx context.Context, in *CloseRequest, opts 
 	return out, nil
 }
 
+func (c *shellExecutorClient) Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfigureResponse)
+	err := c.cc.Invoke(ctx, ShellExecutor_Configure_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShellExecutorServer is the server API for ShellExecutor service.
 // All implementations must embed UnimplementedShellExecutorServer
 // for forward compatibility.
@@ -182,6 +195,8 @@ type ShellExecutorServer interface {
 	Wait(context.Context, *WaitRequest) (*WaitResponse, error)
 	// Close terminates and awaits every process the executor still runs.
 	Close(context.Context, *CloseRequest) (*CloseResponse, error)
+	// Configure hands the executor its settings section.
+	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	mustEmbedUnimplementedShellExecutorServer()
 }
 
@@ -215,6 +230,9 @@ func (UnimplementedShellExecutorServer) Wait(context.Context, *WaitRequest) (*Wa
 }
 func (UnimplementedShellExecutorServer) Close(context.Context, *CloseRequest) (*CloseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Close not implemented")
+}
+func (UnimplementedShellExecutorServer) Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Configure not implemented")
 }
 func (UnimplementedShellExecutorServer) mustEmbedUnimplementedShellExecutorServer() {}
 func (UnimplementedShellExecutorServer) testEmbeddedByValue()                       {}
@@ -370,6 +388,24 @@ func _ShellExecutor_Close_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShellExecutor_Configure_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShellExecutorServer).Configure(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShellExecutor_Configure_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShellExecutorServer).Configure(ctx, req.(*ConfigureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShellExecutor_ServiceDesc is the grpc.ServiceDesc for ShellExecutor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -404,6 +440,10 @@ var ShellExecutor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Close",
 			Handler:    _ShellExecutor_Close_Handler,
+		},
+		{
+			MethodName: "Configure",
+			Handler:    _ShellExecutor_Configure_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
