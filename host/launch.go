@@ -49,6 +49,9 @@ type Options struct {
 	Logger hclog.Logger
 	// StartTimeout bounds the plugin's start and handshake; zero means 10 s.
 	StartTimeout time.Duration
+	// Settings is the executor's settings section (the "shell" namespace)
+	// as JSON, handed to it with Configure before the first command.
+	Settings []byte
 }
 
 // ErrLaunch wraps every failure to start or check a plugin.
@@ -123,6 +126,15 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 	if desc.SettingsNamespace != pluginapi.SettingsNamespace {
 		return fail(fmt.Errorf("executor %s registers settings namespace %q, not %q",
 			desc.Name, desc.SettingsNamespace, pluginapi.SettingsNamespace))
+	}
+	if len(opts.Settings) > 0 {
+		c, ok := shell.(pluginapi.Configurable)
+		if !ok {
+			return fail(fmt.Errorf("executor %s cannot be configured", desc.Name))
+		}
+		if err := c.Configure(ctx, opts.Settings); err != nil {
+			return fail(fmt.Errorf("settings: %w", err))
+		}
 	}
 	return &Host{client: client, shell: shell, desc: desc}, nil
 }

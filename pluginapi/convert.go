@@ -1,6 +1,8 @@
 package pluginapi
 
 import (
+	"strings"
+
 	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
 )
 
@@ -61,13 +63,14 @@ func outputToProto(o CollectedOutput) *pb.CollectedOutput {
 	return &pb.CollectedOutput{
 		Text: []byte(o.Text), TotalBytes: o.TotalBytes, Truncated: o.Truncated,
 		SpillPath: o.SpillPath, SpillTruncated: o.SpillTruncated,
+		SpillError: strings.ToValidUTF8(o.SpillError, "\uFFFD"),
 	}
 }
 
 func outputFromProto(p *pb.CollectedOutput) CollectedOutput {
 	return CollectedOutput{
 		Text: string(p.GetText()), TotalBytes: p.GetTotalBytes(), Truncated: p.GetTruncated(),
-		SpillPath: p.GetSpillPath(), SpillTruncated: p.GetSpillTruncated(),
+		SpillPath: p.GetSpillPath(), SpillTruncated: p.GetSpillTruncated(), SpillError: p.GetSpillError(),
 	}
 }
 

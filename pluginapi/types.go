@@ -103,8 +103,12 @@ type CollectedOutput struct {
 	Truncated  bool   `json:"truncated"`
 	// SpillPath names a file holding the full stream, when there is one.
 	SpillPath string `json:"spillPath,omitempty"`
-	// SpillTruncated is set when the spill file stopped at its size cap.
+	// SpillTruncated is set when the spill file holds less than the stream:
+	// it reached its size cap, or SpillError stopped it.
 	SpillTruncated bool `json:"spillTruncated,omitempty"`
+	// SpillError says why the spill failed (an unwritable directory, a full
+	// disk); the run's other facts stand.
+	SpillError string `json:"spillError,omitempty"`
 }
 
 // SandboxFacts describe a sandboxed run. Only a sandboxing executor sets them.

@@ -25,7 +25,7 @@ var builtins = map[string]func() pluginapi.ShellExecutor{
 const defaultExecutor = bashlocal.Name
 
 const usage = `usage:
-  dsh-host run [--executor NAME|PATH] [--timeout DURATION] [--workdir DIR] [--json] -- COMMAND
+  dsh-host run [--executor NAME|PATH] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND
 
 Runs COMMAND with bash through an executor plugin and prints its output, then
 the exit marker. Exits with the command's status, 124 when it timed out,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ func runCmd(args []string) int {
 	timeout := fs.Duration("timeout", 0, "foreground timeout (default: the executor's, 120s)")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
+	spillDir := fs.String("spill-dir", "", "keep the full output of truncated streams in this directory")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(os.Stderr, "dsh-host run: %v\n%s", err, usage)
 		return exitUsage
@@ -61,7 +63,19 @@ func runCmd(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	h, err := host.Launch(ctx, host.Options{Executor: ex, Logger: cliLogger()})
+	opts := host.Options{Executor: ex, Logger: cliLogger()}
+	if *spillDir != "" {
+		abs, err := filepath.Abs(*spillDir)
+		if err == nil {
+			err = os.MkdirAll(abs, 0o700)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dsh-host run: --spill-dir: %v\n", err)
+			return exitUsage
+		}
+		opts.Settings, _ = json.Marshal(map[string]string{"spillDir": abs})
+	}
+	h, err := host.Launch(ctx, opts)
 	if err != nil {
 		return cannot(err)
 	}
@@ -85,6 +99,11 @@ func runCmd(args []string) int {
 		return cannot(err)
 	}
 
+	if *spillDir == "" && *asJSON {
+		// The executor's private spill files go when this process does.
+		forgetSpill(&res.Stdout)
+		forgetSpill(&res.Stderr)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -158,6 +177,16 @@ func (o *liveOutput) finish(res pluginapi.RunResult) {
 		fmt.Fprintln(os.Stdout)
 	}
 	fmt.Fprintln(os.Stdout, strings.TrimPrefix(marker, "\n"))
+}
+
+// forgetSpill drops the path of a spill file that will not outlive this
+// process, and says how to keep it.
+func forgetSpill(out *pluginapi.CollectedOutput) {
+	if out.SpillPath == "" {
+		return
+	}
+	out.SpillPath = ""
+	fmt.Fprintln(os.Stderr, "dsh-host run: the collected output was truncated; with --spill-dir DIR the full stream is kept")
 }
 
 // exitStatus maps a result to this process's exit status.

@@ -25,6 +25,15 @@ type Commands struct {
 	// PrintEnv prints the value of the environment variable name, without a
 	// newline.
 	PrintEnv func(name string) string
+	// LeaveBehind starts a sleep of secs seconds in the background three
+	// ways, printing each one's PID on a line of its own, and exits: in the
+	// command's process group, in a session of its own (setsid), and through
+	// a double fork into a session of its own.
+	LeaveBehind func(secs int) string
+	// Count prints the integers 1 to n, one per line.
+	Count func(n int) string
+	// Repeat prints s n times, without newlines.
+	Repeat func(s string, n int) string
 	// IgnoreTerm makes the shell ignore SIGTERM, then runs rest.
 	IgnoreTerm func(rest string) string
 }
@@ -40,4 +49,13 @@ var POSIX = Commands{
 	Cat:        "cat",
 	PrintEnv:   func(name string) string { return `printf %s "$` + name + `"` },
 	IgnoreTerm: func(rest string) string { return "trap '' TERM; " + rest },
+	Count:      func(n int) string { return "seq 1 " + strconv.Itoa(n) },
+	Repeat: func(s string, n int) string {
+		return "for i in $(seq " + strconv.Itoa(n) + "); do printf %s " + strconv.Quote(s) + "; done"
+	},
+	LeaveBehind: func(secs int) string {
+		s := strconv.Itoa(secs)
+		return "sleep " + s + " & echo $!; setsid sleep " + s + " & echo $!; " +
+			"(setsid sleep " + s + " & echo $!) ; echo done"
+	},
 }

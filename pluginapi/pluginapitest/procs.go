@@ -76,3 +76,46 @@ func firstLineInt(t testing.TB, s string) int {
 	}
 	return n
 }
+
+// requirePIDsGone fails the test unless every pid is gone (or a zombie)
+// within goneWithin. It checks nothing where /proc is missing.
+func requirePIDsGone(t testing.TB, pids ...int) {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return
+	}
+	deadline := time.Now().Add(goneWithin)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d (of %v) is still alive after %s", pid, pids, goneWithin)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && !strings.HasPrefix(string(stat[i+1:]), " Z")
+}
+
+// ints parses the whitespace-separated integers in s (PIDs a command
+// echoed).
+func ints(t testing.TB, s string) []int {
+	t.Helper()
+	var out []int
+	for _, f := range strings.Fields(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("expected PIDs in %q: %v", s, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}

@@ -64,6 +64,9 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	if sh.Exit == nil {
 		sh = POSIX
 	}
+	for k, v := range inheritedEnv {
+		t.Setenv(k, v)
+	}
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
 			impl := factory(t)
@@ -88,7 +91,8 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 
 func cases() []suiteCase {
 	var all []suiteCase
-	for _, group := range [][]suiteCase{describeCases, resolveCases, runCases, deadlineCases, errorCases, backgroundCases} {
+	for _, group := range [][]suiteCase{describeCases, resolveCases, settingsCases, runCases, outputCases, envCases,
+		deadlineCases, terminationCases, errorCases, backgroundCases} {
 		all = append(all, group...)
 	}
 	return all

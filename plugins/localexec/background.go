@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +18,8 @@ var errKilled = fmt.Errorf("killed by the caller")
 type process struct {
 	id     string
 	p      *proc
-	stdout *unreadBuffer
-	stderr *unreadBuffer
+	stdout *bgStream
+	stderr *bgStream
 	done   chan struct{}
 	exit   pluginapi.ProcessExit
 }
@@ -46,10 +47,11 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	e.next++
 	id := "p" + strconv.Itoa(e.next)
 	e.mu.Unlock()
+	st := e.settings()
 	bp := &process{
 		id:     id,
-		stdout: newUnreadBuffer(spec.StdoutMaxBytes),
-		stderr: newUnreadBuffer(spec.StderrMaxBytes),
+		stdout: e.newBgStream(st, id, pluginapi.Stdout),
+		stderr: e.newBgStream(st, id, pluginapi.Stderr),
 		done:   make(chan struct{}),
 	}
 	var started sync.WaitGroup
@@ -61,11 +63,16 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	if err != nil {
 		return nil, err
 	}
+	// The spill files exist from the start, so their paths are always
+	// valid; a failure to make them leaves the path empty.
+	bp.stdout.spill.begin()
+	bp.stderr.spill.begin()
 	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-	bp.p, err = spawn(argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv), bp.stdout, bp.stderr)
+	bp.p, err = spawn(e.reaper, argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv), bp.stdout, bp.stderr)
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.
 		_, _ = bp.stderr.Write([]byte(err.Error() + "\n"))
+		bp.finishSpills()
 		bp.exit = pluginapi.ProcessExit{Killed: true, KillReason: "spawn failed: " + err.Error()}
 		bp.p = &proc{exited: true}
 		started.Done()
@@ -80,6 +87,7 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 		defer untrack()
 		defer stopWatch()
 		state := bp.p.wait()
+		bp.finishSpills() // the readers are done
 		exit := pluginapi.ProcessExit{DurationMs: time.Since(bp.p.began).Milliseconds()}
 		exit.ExitCode, exit.Signal = exitFacts(state)
 		if cause := bp.p.interruptCause(); cause != nil {
@@ -113,18 +121,41 @@ func (bp *process) Kill(ctx context.Context) (bool, error) {
 }
 
 // ReadOutput returns the output since the previous read: stdout, then stderr
-// under a "[stderr]" header.
+// under a "[stderr]" header, and the spill files that hold both streams in
+// full. A read is lossy when the unread buffer dropped bytes since the
+// previous one; such a delta starts at a UTF-8 boundary. Otherwise a delta
+// may end inside a multi-byte character, which the next one continues.
 func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error) {
-	out, outLost := bp.stdout.take()
-	errOut, errLost := bp.stderr.take()
-	delta := string(out)
-	if len(errOut) > 0 {
-		if delta != "" && delta[len(delta)-1] != '\n' {
-			delta += "\n"
-		}
-		delta += pluginapi.StderrSectionHeader + string(errOut)
+	out, outLost := bp.stdout.unread.take(maxReadBytes)
+	errOut, errLost := bp.stderr.unread.take(maxReadBytes)
+	if outLost {
+		out = trimIncompleteStart(out)
 	}
-	return pluginapi.OutputRead{Delta: delta, Lossy: outLost || errLost}, nil
+	if errLost {
+		errOut = trimIncompleteStart(errOut)
+	}
+	var delta strings.Builder
+	delta.Grow(len(out) + 1 + len(pluginapi.StderrSectionHeader) + len(errOut))
+	delta.Write(out)
+	if len(errOut) > 0 {
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			delta.WriteByte('\n')
+		}
+		delta.WriteString(pluginapi.StderrSectionHeader)
+		delta.Write(errOut)
+	}
+	return pluginapi.OutputRead{
+		Delta:           delta.String(),
+		Lossy:           outLost || errLost,
+		StdoutSpillPath: bp.stdout.spill.path,
+		StderrSpillPath: bp.stderr.spill.path,
+	}, nil
+}
+
+// finishSpills closes the spill files once the streams have ended.
+func (bp *process) finishSpills() {
+	bp.stdout.spill.finish()
+	bp.stderr.spill.finish()
 }
 
 // Wait blocks until the process has finished or ctx is done.
@@ -135,36 +166,4 @@ func (bp *process) Wait(ctx context.Context) (pluginapi.ProcessExit, error) {
 	case <-ctx.Done():
 		return pluginapi.ProcessExit{}, ctx.Err()
 	}
-}
-
-// unreadBuffer holds output not yet read, up to a cap; past the cap the
-// oldest bytes go and the next read is lossy.
-type unreadBuffer struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	lost bool
-}
-
-func newUnreadBuffer(max int64) *unreadBuffer { return &unreadBuffer{max: int(max)} }
-
-func (b *unreadBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-		b.lost = true
-	}
-	return len(p), nil
-}
-
-// take returns the unread bytes and whether any were dropped since the last
-// take, and marks them read.
-func (b *unreadBuffer) take() ([]byte, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out, lost := b.buf, b.lost
-	b.buf, b.lost = nil, false
-	return out, lost
 }

@@ -10,13 +10,19 @@ import (
 
 // collector keeps what a foreground command wrote to one stream: all of it
 // while it fits under the cap, then the head and the tail (errors live at
-// the end, context at the start).
+// the end, context at the start). With a spill writer, the stream is kept in
+// full too, once it outgrows the cap: until then head and tail hold every
+// byte, and when a write first takes the stream past the cap they go to the
+// spill file, followed by that write and every later one.
 type collector struct {
 	max   int
 	head  []byte
 	tail  []byte // a ring of the last tailCap bytes once head is full
 	start int    // where the ring's oldest byte is
 	total int64
+
+	spill    *spillWriter // nil: never spill
+	spilling bool         // the stream outgrew the cap and goes to spill
 }
 
 func newCollector(max int64) *collector {
@@ -38,6 +44,18 @@ func (c *collector) tailCap() int { return c.max - c.headCap() }
 // Write never fails: past the cap it keeps the tail and counts the rest.
 func (c *collector) Write(p []byte) (int, error) {
 	n := len(p)
+	if c.spill != nil {
+		if !c.spilling && c.total+int64(n) > int64(c.max) {
+			// Until now head and ring hold the whole stream, in order.
+			c.spilling = true
+			c.spill.write(c.head)
+			c.spill.write(c.tail[c.start:])
+			c.spill.write(c.tail[:c.start])
+		}
+		if c.spilling {
+			c.spill.write(p)
+		}
+	}
 	c.total += int64(n)
 	if room := c.headCap() - len(c.head); room > 0 {
 		k := min(room, len(p))
@@ -69,10 +87,25 @@ func omissionNote(omitted int64) string {
 	return "\n[... " + strconv.FormatInt(omitted, 10) + " bytes omitted ...]\n"
 }
 
-// output returns the collected text: everything if it fit, else head and
-// tail cut on UTF-8 boundaries with a note of what was left out, the whole
-// within the cap.
+// output returns the collected output: the text, and the spill file's
+// facts when the stream spilled. It closes the spill file: call it once,
+// after the last Write.
 func (c *collector) output() pluginapi.CollectedOutput {
+	out := c.text()
+	if c.spilling {
+		c.spill.finish()
+		out.SpillPath, out.SpillTruncated = c.spill.path, c.spill.truncated
+		if c.spill.err != nil {
+			out.SpillError = c.spill.err.Error()
+		}
+	}
+	return out
+}
+
+// text returns the collected text: everything if it fit, else head and tail
+// cut on UTF-8 boundaries with a note of what was left out, the whole within
+// the cap.
+func (c *collector) text() pluginapi.CollectedOutput {
 	ring := append(append([]byte{}, c.tail[c.start:]...), c.tail[:c.start]...)
 	if c.total <= int64(c.max) {
 		return pluginapi.CollectedOutput{Text: string(c.head) + string(ring), TotalBytes: c.total}

@@ -33,6 +33,9 @@ type Config struct {
 type Executor struct {
 	cfg Config
 
+	reaper *reaper
+	spills spillDirState
+
 	mu      sync.Mutex
 	current Settings
 	closed  bool
@@ -52,7 +55,12 @@ var (
 
 // New returns an Executor for cfg.
 func New(cfg Config) *Executor {
-	return &Executor{cfg: cfg, current: cfg.Defaults.withDefaults(), stops: map[int]func(error){}}
+	return &Executor{
+		cfg:     cfg,
+		reaper:  newReaper(),
+		current: cfg.Defaults.withDefaults(),
+		stops:   map[int]func(error){},
+	}
 }
 
 // Describe reports the executor's name, version, platform and settings.
@@ -104,10 +112,16 @@ func (e *Executor) Close(ctx context.Context) error {
 		s(errClosing)
 	}
 	done := make(chan struct{})
-	go func() { e.active.Wait(); close(done) }()
+	var spillErr error
+	go func() {
+		e.active.Wait()
+		e.reaper.killAll() // orphans no command claimed
+		spillErr = e.removeSpillDir()
+		close(done)
+	}()
 	select {
 	case <-done:
-		return nil
+		return spillErr
 	case <-ctx.Done():
 		return fmt.Errorf("localexec: close: %w", ctx.Err())
 	}

@@ -25,10 +25,15 @@ const drainDelay = 500 * time.Millisecond
 // proc is one spawned command: a shell in its own process group, its output
 // pipes read by two goroutines, and the first cause that interrupted it.
 type proc struct {
-	cmd   *exec.Cmd
-	pgid  int
-	grace time.Duration
-	began time.Time
+	cmd    *exec.Cmd
+	pgid   int
+	tag    string
+	reaper *reaper
+	grace  time.Duration
+	began  time.Time
+	// leftovers counts what the command left running when its shell exited,
+	// killed by wait.
+	leftovers int
 
 	pipes   []*os.File // the read ends of stdout and stderr
 	readers sync.WaitGroup
@@ -40,14 +45,15 @@ type proc struct {
 	escalate *time.Timer
 }
 
-// spawn starts argv in workdir with env, in a new process group, feeding
-// stdin once and sending output to stdout and stderr.
-func spawn(argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer) (*proc, error) {
+// spawn starts argv in workdir with env, in a new process group, tagged
+// for r, feeding stdin once and sending output to stdout and stderr.
+func spawn(r *reaper, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer) (*proc, error) {
+	tag := r.newTag()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Workdir
-	cmd.Env = env
+	cmd.Env = append(env, ExecIDVar+"="+tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &proc{cmd: cmd, grace: spec.KillGrace()}
+	p := &proc{cmd: cmd, tag: tag, reaper: r, grace: spec.KillGrace()}
 
 	var closeOnStart []*os.File
 	defer func() {
@@ -81,7 +87,13 @@ func spawn(argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr 
 	}
 
 	p.began = time.Now()
-	if err := cmd.Start(); err != nil {
+	r.mu.Lock()
+	err := cmd.Start()
+	if err == nil {
+		r.startedLocked(cmd.Process.Pid)
+	}
+	r.mu.Unlock()
+	if err != nil {
 		p.closePipes()
 		if p.stdinW != nil {
 			p.stdinW.Close()
@@ -148,17 +160,19 @@ func (p *proc) interruptCause() error {
 	return p.cause
 }
 
-// wait waits for the shell to exit, kills whatever it left running in its
-// process group, and reads the remaining output within drainDelay.
+// wait waits for the shell to exit, kills whatever it left running (in its
+// process group, or escaped from it), and reads the remaining output within
+// drainDelay.
 func (p *proc) wait() *os.ProcessState {
 	_ = p.cmd.Wait() // the exit status is in ProcessState
+	p.reaper.reaped(p.cmd.Process.Pid)
 	p.mu.Lock()
 	p.exited = true
 	if p.escalate != nil {
 		p.escalate.Stop()
 	}
 	p.mu.Unlock()
-	_ = unix.Kill(-p.pgid, unix.SIGKILL) // leftovers still in the group
+	p.leftovers = p.reaper.killLeftovers(p.pgid, p.tag)
 
 	drained := make(chan struct{})
 	go func() { p.readers.Wait(); close(drained) }()

@@ -45,9 +45,9 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	defer untrack()
 
 	sink := &liveSink{fn: onOutput}
-	stdout, stderr := newCollector(spec.StdoutMaxBytes), newCollector(spec.StderrMaxBytes)
+	stdout, stderr := e.runCollectors(spec) // each spills past its cap
 	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-	p, err := spawn(argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv),
+	p, err := spawn(e.reaper, argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv),
 		teeWriter{stdout, pluginapi.Stdout, sink}, teeWriter{stderr, pluginapi.Stderr, sink})
 	if err != nil {
 		return pluginapi.RunResult{}, err
@@ -72,6 +72,7 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 		DurationMs: time.Since(p.began).Milliseconds(),
 	}
 	res.ExitCode, res.Signal = exitFacts(state)
+	res.LeftoversKilled = p.leftovers
 	switch cause := p.interruptCause(); {
 	case cause == nil:
 	case errors.Is(cause, errTimedOut):

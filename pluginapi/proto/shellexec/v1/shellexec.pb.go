@@ -854,8 +854,11 @@ type CollectedOutput struct {
 	Truncated      bool                   `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	SpillPath      string                 `protobuf:"bytes,4,opt,name=spill_path,json=spillPath,proto3" json:"spill_path,omitempty"`
 	SpillTruncated bool                   `protobuf:"varint,5,opt,name=spill_truncated,json=spillTruncated,proto3" json:"spill_truncated,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Why the spill stopped short of the stream, when it failed (as opposed
+	// to reaching its cap).
+	SpillError    string `protobuf:"bytes,6,opt,name=spill_error,json=spillError,proto3" json:"spill_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CollectedOutput) Reset() {
@@ -921,6 +924,13 @@ func (x *CollectedOutput) GetSpillTruncated() bool {
 		return x.SpillTruncated
 	}
 	return false
+}
+
+func (x *CollectedOutput) GetSpillError() string {
+	if x != nil {
+		return x.SpillError
+	}
+	return ""
 }
 
 type SandboxFacts struct {
@@ -1807,7 +1817,7 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\bRunEvent\x127\n" +
 	"\x06output\x18\x01 \x01(\v2\x1d.dsh.shellexec.v1.OutputChunkH\x00R\x06output\x125\n" +
 	"\x06result\x18\x02 \x01(\v2\x1b.dsh.shellexec.v1.RunResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\xac\x01\n" +
+	"\x05event\"\xcd\x01\n" +
 	"\x0fCollectedOutput\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\fR\x04text\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x03R\n" +
@@ -1815,7 +1825,9 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x12\x1d\n" +
 	"\n" +
 	"spill_path\x18\x04 \x01(\tR\tspillPath\x12'\n" +
-	"\x0fspill_truncated\x18\x05 \x01(\bR\x0espillTruncated\"\xa6\x01\n" +
+	"\x0fspill_truncated\x18\x05 \x01(\bR\x0espillTruncated\x12\x1f\n" +
+	"\vspill_error\x18\x06 \x01(\tR\n" +
+	"spillError\"\xa6\x01\n" +
 	"\fSandboxFacts\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1a\n" +
 	"\benforced\x18\x02 \x03(\tR\benforced\x12#\n" +

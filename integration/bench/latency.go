@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// runTrue runs `true` through the plugin: Resolve and Run, one round trip.
+func runTrue(ctx context.Context, shell pluginapi.ShellExecutor) error {
+	res, err := pluginapi.RunRequest(ctx, shell, pluginapi.ExecRequest{Command: "true"}, nil)
+	if err == nil && (res.ExitCode == nil || *res.ExitCode != 0) {
+		err = fmt.Errorf("true did not exit 0: %+v", res)
+	}
+	return err
+}
+
+// directTrue runs `bash -c true` in this process, collecting stdout and
+// stderr as a run through the plugin does: the baseline of record.
+func directTrue() error {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("bash", "-c", "true")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return cmd.Run()
+}
+
+// latency is the median latency of `true` through the plugin against the
+// baseline, and against os/exec with the output discarded (no pipes).
+func latency(ctx context.Context, shell pluginapi.ShellExecutor, n, warmup int) ([]figure, error) {
+	discarded := func() error { return exec.Command("bash", "-c", "true").Run() }
+	times, err := interleave(n, warmup, func() error { return runTrue(ctx, shell) }, directTrue, discarded)
+	if err != nil {
+		return nil, err
+	}
+	plugin, local, bare := median(times[0]), median(times[1]), median(times[2])
+	return []figure{
+		{"run_true_latency_ratio", plugin / local, "x", "<=", 1.05},
+		{"run_true_latency_ratio_vs_discarded_output", plugin / bare, "x", "<=", 1.05},
+		{"run_true_plugin_median", plugin, "ms", "<=", 50},
+		{"run_true_direct_median", local, "ms", "<=", 50},
+		{"run_true_direct_discarded_median", bare, "ms", "<=", 50},
+	}, nil
+}
+
+// sequential is the throughput of n sequential runs of `true` through the
+// plugin against the baseline, in alternating blocks of n/10.
+func sequential(ctx context.Context, shell pluginapi.ShellExecutor, n int) ([]figure, error) {
+	block := max(n/10, 1)
+	var viaPlugin, direct time.Duration
+	for done := 0; done < n; done += block {
+		for _, side := range []struct {
+			total *time.Duration
+			fn    func() error
+		}{{&viaPlugin, func() error { return runTrue(ctx, shell) }}, {&direct, directTrue}} {
+			began := time.Now()
+			for range block {
+				if err := side.fn(); err != nil {
+					return nil, err
+				}
+			}
+			*side.total += time.Since(began)
+		}
+	}
+	perSec := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
+	return []figure{
+		{"sequential_1000_true_throughput_ratio", perSec(viaPlugin) / perSec(direct), "x", ">=", 0.95},
+		{"sequential_1000_true_plugin_runs_per_s", perSec(viaPlugin), "runs/s", ">=", 0},
+		{"sequential_1000_true_direct_runs_per_s", perSec(direct), "runs/s", ">=", 0},
+	}, nil
+}

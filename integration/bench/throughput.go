@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// concurrent is how long n simultaneous runs of `sleep 0.5` take, end to end.
+func concurrent(ctx context.Context, shell pluginapi.ShellExecutor, n int) ([]figure, error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	began := time.Now()
+	for range n {
+		wg.Go(func() {
+			res, err := pluginapi.RunRequest(ctx, shell, pluginapi.ExecRequest{Command: "sleep 0.5"}, nil)
+			if err == nil && (res.ExitCode == nil || *res.ExitCode != 0) {
+				err = fmt.Errorf("sleep 0.5: %+v", res)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	took := time.Since(began)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return []figure{{"concurrent_64_sleep_0.5_wall", took.Seconds(), "s", "<", 1.5}}, nil
+}
+
+// oneGiB is the stream the spill figure pushes.
+const oneGiB = 1 << 30
+
+// spillThroughput pushes 1 GiB through Run, spilled to a file by the plugin,
+// against os/exec writing the same stream straight to a file; and the peak
+// RSS of this process (the host) and of the plugin while it flows.
+func spillThroughput(ctx context.Context, h *host.Host, dir string) ([]figure, error) {
+	cmd := "head -c " + strconv.Itoa(oneGiB) + " /dev/zero"
+	pluginPID := h.PluginPID()
+	var viaPlugin, direct []float64
+	var hostPeak, pluginPeak int64
+	for range 3 {
+		resetPeakRSS(os.Getpid())
+		resetPeakRSS(pluginPID)
+		began := time.Now()
+		res, err := pluginapi.RunRequest(ctx, h.Shell(), pluginapi.ExecRequest{Command: cmd}, nil)
+		if err != nil {
+			return nil, err
+		}
+		took := time.Since(began)
+		hostPeak = max(hostPeak, peakRSS(os.Getpid()))
+		pluginPeak = max(pluginPeak, peakRSS(pluginPID))
+		if res.Stdout.TotalBytes != oneGiB || res.Stdout.SpillPath == "" {
+			return nil, fmt.Errorf("1 GiB run: total %d bytes, spill %q", res.Stdout.TotalBytes, res.Stdout.SpillPath)
+		}
+		if fi, err := os.Stat(res.Stdout.SpillPath); err != nil || fi.Size() != oneGiB {
+			return nil, fmt.Errorf("the spill file does not hold 1 GiB: %v", err)
+		}
+		os.Remove(res.Stdout.SpillPath)
+		viaPlugin = append(viaPlugin, oneGiB/took.Seconds())
+
+		out := filepath.Join(dir, "direct")
+		f, err := os.Create(out)
+		if err != nil {
+			return nil, err
+		}
+		c := exec.Command("bash", "-c", cmd)
+		c.Stdout = f
+		began = time.Now()
+		err = c.Run()
+		took = time.Since(began)
+		f.Close()
+		os.Remove(out)
+		if err != nil {
+			return nil, err
+		}
+		direct = append(direct, oneGiB/took.Seconds())
+	}
+	mib := func(b float64) float64 { return b / (1 << 20) }
+	return []figure{
+		{"spill_1GiB_throughput_ratio", median(viaPlugin) / median(direct), "x", ">=", 0.7},
+		{"spill_1GiB_plugin_throughput", mib(median(viaPlugin)), "MiB/s", ">=", 0},
+		{"spill_1GiB_direct_throughput", mib(median(direct)), "MiB/s", ">=", 0},
+		{"spill_1GiB_host_peak_rss", mib(float64(hostPeak)), "MiB", "<=", 64},
+		{"spill_1GiB_plugin_peak_rss", mib(float64(pluginPeak)), "MiB", "<=", 64},
+	}, nil
+}
+
+// backgroundThroughput is how many bytes per second reach the caller through
+// ReadOutput from a process writing as fast as it can, against reading the
+// same process's pipe directly. Informational: no target.
+func backgroundThroughput(ctx context.Context, shell pluginapi.ShellExecutor) ([]figure, error) {
+	const window = 2 * time.Second
+	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{Command: "yes"})
+	if err != nil {
+		return nil, err
+	}
+	p, err := shell.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	var got int64
+	lossy := false
+	began := time.Now()
+	for time.Since(began) < window {
+		r, err := p.ReadOutput(ctx)
+		if err != nil {
+			return nil, err
+		}
+		got += int64(len(r.Delta))
+		lossy = lossy || r.Lossy
+	}
+	viaPlugin := float64(got) / time.Since(began).Seconds()
+	if _, err := p.Kill(ctx); err != nil {
+		return nil, err
+	}
+
+	c := exec.Command("yes")
+	pipe, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 64<<10)
+	var direct int64
+	began = time.Now()
+	for time.Since(began) < window {
+		n, err := pipe.Read(buf)
+		direct += int64(n)
+		if err == io.EOF {
+			break
+		}
+	}
+	directRate := float64(direct) / time.Since(began).Seconds()
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	mib := func(b float64) float64 { return b / (1 << 20) }
+	note := "background_readoutput_throughput"
+	if lossy {
+		note += "_lossy"
+	}
+	return []figure{
+		{note, mib(viaPlugin), "MiB/s", ">=", 0},
+		{"background_direct_pipe_throughput", mib(directRate), "MiB/s", ">=", 0},
+	}, nil
+}
+
+// resetPeakRSS resets the peak resident set size the kernel reports for pid.
+func resetPeakRSS(pid int) {
+	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS reads pid's peak resident set size (VmHWM) in bytes.
+func peakRSS(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,75 @@
+package pluginapitest
+
+import (
+	"strings"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// leftPIDs parses the PIDs LeaveBehind printed, before its "done" line.
+func leftPIDs(e *env, out string) []int {
+	e.t.Helper()
+	body, _, ok := strings.Cut(out, "done")
+	if !ok {
+		e.t.Fatalf("LeaveBehind did not finish: %q", out)
+	}
+	pids := ints(e.t, body)
+	if len(pids) != 3 {
+		e.t.Fatalf("LeaveBehind printed %d PIDs, want 3: %q", len(pids), out)
+	}
+	return pids
+}
+
+var terminationCases = []suiteCase{
+	{"termination/what the shell leaves running is killed and counted", func(e *env) {
+		began := time.Now()
+		res := e.run(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000), TimeoutMs: 60_000})
+		if took := time.Since(began); took > 10*time.Second {
+			e.t.Errorf("Run took %s: leftovers holding the output pipes must not hang it", took)
+		}
+		if res.TimedOut || exitCode(e.t, res) != 0 {
+			e.t.Errorf("result %+v, want a clean exit", res)
+		}
+		pids := leftPIDs(e, res.Stdout.Text)
+		requirePIDsGone(e.t, pids...)
+		if res.LeftoversKilled != len(pids) {
+			e.t.Errorf("LeftoversKilled %d, want %d (in the group, setsid, double fork)", res.LeftoversKilled, len(pids))
+		}
+	}},
+	{"termination/a command that leaves nothing running reports no leftovers", func(e *env) {
+		res := e.run(pluginapi.ExecRequest{Command: e.sh.Exit(0)})
+		if res.LeftoversKilled != 0 {
+			e.t.Errorf("LeftoversKilled %d, want 0", res.LeftoversKilled)
+		}
+	}},
+	{"termination/a timeout kills escaped descendants too", func(e *env) {
+		res := e.run(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000), TimeoutMs: 500})
+		if !res.TimedOut {
+			e.t.Errorf("result %+v, want timed out", res)
+		}
+		requirePIDsGone(e.t, leftPIDs(e, res.Stdout.Text)...)
+	}},
+	{"termination/kill of a background process kills escaped descendants", func(e *env) {
+		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000)}))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out := readUntil(e, p, "done")
+		if killed, err := p.Kill(e.ctx); err != nil || !killed {
+			e.t.Fatalf("Kill: %v %v", killed, err)
+		}
+		requirePIDsGone(e.t, leftPIDs(e, out)...)
+	}},
+	{"termination/close kills what background processes left", func(e *env) {
+		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000)}))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out := readUntil(e, p, "done")
+		if err := e.x.Close(e.ctx); err != nil {
+			e.t.Fatal(err)
+		}
+		requirePIDsGone(e.t, leftPIDs(e, out)...)
+	}},
+}

@@ -1,0 +1,188 @@
+package localexec
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// leftoverDeadline bounds the hunt for a command's leftovers after its shell
+// exited: each round kills what it finds, and what those leave behind is
+// handed to the executor in turn.
+const leftoverDeadline = 2 * time.Second
+
+// becomeSubreaper makes this process the child subreaper of everything it
+// starts: a descendant whose parent dies is reparented here, not to init, so
+// it can be found. It is process-wide, and idempotent.
+func (r *reaper) becomeSubreaper() {
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// killLeftovers kills what a command left running after its shell exited:
+// the rest of its process group, then every orphan tagged with its tag (and
+// the process group each leads), round after round until none is left alive:
+// what a killed orphan leaves behind is handed to the executor in turn. It
+// reports how many processes it killed.
+func (r *reaper) killLeftovers(pgid int, tag string) int {
+	return r.killMatching(pgid, func(pid int) bool {
+		t, _ := tagOf(pid)
+		return t == tag
+	})
+}
+
+// killMatching kills process group pgid, then the orphans that match, round
+// after round, and reports how many processes it killed.
+func (r *reaper) killMatching(pgid int, match func(pid int) bool) int {
+	killed := map[int]bool{}
+	for _, pid := range killGroup(pgid) {
+		killed[pid] = true
+	}
+	deadline := time.Now().Add(leftoverDeadline)
+	for {
+		orphans := r.orphans(match)
+		if len(orphans) == 0 || time.Now().After(deadline) {
+			return len(killed)
+		}
+		for _, pid := range orphans {
+			if killed[pid] {
+				continue // dying; reaped in a later round
+			}
+			if pgidOf(pid) == pid {
+				for _, m := range killGroup(pid) {
+					killed[m] = true
+				}
+			}
+			if unix.Kill(pid, unix.SIGKILL) == nil {
+				killed[pid] = true
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// killAll kills every orphan of this executor's commands, and every
+// untagged orphan (one that cleared its environment): for Close.
+func (r *reaper) killAll() int {
+	return r.killMatching(0, func(pid int) bool {
+		tag, ok := tagOf(pid)
+		return !ok || strings.HasPrefix(tag, r.prefix+"-")
+	})
+}
+
+// killGroup SIGKILLs the live members of process group pgid and returns
+// them. pgid 0 is no group.
+func killGroup(pgid int) []int {
+	if pgid <= 0 || unix.Kill(-pgid, 0) != nil {
+		return nil
+	}
+	members := groupMembers(pgid)
+	_ = unix.Kill(-pgid, unix.SIGKILL)
+	return members
+}
+
+// orphans reaps the executor's children that are not its shells and have
+// exited, and returns those still alive that match.
+func (r *reaper) orphans(match func(pid int) bool) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var live []int
+	for _, pid := range ownChildren() {
+		if r.shells[pid] {
+			continue
+		}
+		var ws unix.WaitStatus
+		if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
+			continue // it had exited: now reaped
+		}
+		if match(pid) {
+			live = append(live, pid)
+		}
+	}
+	return live
+}
+
+// ownChildren lists this process's children, from every thread's children
+// file.
+func ownChildren() []int {
+	files, _ := filepath.Glob("/proc/self/task/*/children")
+	var pids []int
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(field); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// tagOf reads the ExecIDVar process pid was started with.
+func tagOf(pid int) (string, bool) {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	prefix := []byte(ExecIDVar + "=")
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if bytes.HasPrefix(kv, prefix) {
+			return string(kv[len(prefix):]), true
+		}
+	}
+	return "", false
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name:
+// state, ppid, pgrp, ...
+func statFields(pid string) []string {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
+}
+
+// pgidOf is the process group of pid, or 0.
+func pgidOf(pid int) int {
+	f := statFields(strconv.Itoa(pid))
+	if len(f) < 3 {
+		return 0
+	}
+	g, _ := strconv.Atoi(f[2])
+	return g
+}
+
+// groupMembers lists the live (not zombie) processes in group pgid.
+func groupMembers(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f := statFields(e.Name())
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,607 @@
+package localexec
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// spillExecutor returns an executor configured with settings (JSON, may be
+// empty) whose private spill directory goes under a fresh TMPDIR, returned
+// too. The executor is closed, and its spill directory removed, at cleanup.
+func spillExecutor(t *testing.T, settings string) (*Executor, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	e := newTestExecutor()
+	if settings != "" {
+		if err := e.Configure(context.Background(), []byte(settings)); err != nil {
+			t.Fatalf("Configure(%s): %v", settings, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := e.removeSpillDir(); err != nil {
+			t.Errorf("removeSpillDir: %v", err)
+		}
+	})
+	return e, tmp
+}
+
+// runCmd resolves req and runs it, failing the test on an error.
+func runCmd(t *testing.T, e *Executor, req pluginapi.ExecRequest) pluginapi.RunResult {
+	t.Helper()
+	ctx := context.Background()
+	spec, err := e.Resolve(ctx, req)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	res, err := e.Run(ctx, spec)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", req.Command, err)
+	}
+	if res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Fatalf("Run(%q): exit %v %s, stderr %q", req.Command, res.ExitCode, res.Signal, res.Stderr.Text)
+	}
+	return res
+}
+
+// entries lists the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+func fileSum(t *testing.T, path string) [sha256.Size]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func requireMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != want {
+		t.Errorf("%s has mode %04o, want %04o", path, got, want)
+	}
+}
+
+func TestSpillUnderCapTouchesNoDisk(t *testing.T) {
+	e, tmp := spillExecutor(t, "")
+	for _, cmd := range []string{
+		"echo hello; echo oops >&2",
+		"head -c 30000 /dev/zero; head -c 30000 /dev/zero >&2", // exactly the default cap
+		"true",
+	} {
+		res := runCmd(t, e, pluginapi.ExecRequest{Command: cmd})
+		for _, out := range []pluginapi.CollectedOutput{res.Stdout, res.Stderr} {
+			if out.Truncated || out.SpillPath != "" || out.SpillTruncated {
+				t.Errorf("%q: %+v, want neither truncated nor spilled", cmd, out)
+			}
+		}
+	}
+	if names := entries(t, tmp); len(names) != 0 {
+		t.Errorf("output under the cap left %v in TMPDIR", names)
+	}
+}
+
+func TestSpillOverCapKeepsTheWholeStream(t *testing.T) {
+	e, tmp := spillExecutor(t, "")
+	copies := t.TempDir()
+	out, errOut := filepath.Join(copies, "out"), filepath.Join(copies, "err")
+	cmd := "head -c 5000000 /dev/urandom | tee " + out + "; head -c 70001 /dev/urandom | tee " + errOut + " >&2"
+	res := runCmd(t, e, pluginapi.ExecRequest{Command: cmd, StdoutMaxBytes: 1000, StderrMaxBytes: 70000})
+
+	for _, c := range []struct {
+		name  string
+		got   pluginapi.CollectedOutput
+		copy  string
+		cap   int
+		total int64
+	}{
+		{"stdout", res.Stdout, out, 1000, 5000000},
+		{"stderr", res.Stderr, errOut, 70000, 70001},
+	} {
+		got := c.got
+		if !got.Truncated || got.TotalBytes != c.total || len(got.Text) > c.cap || got.SpillTruncated {
+			t.Errorf("%s: truncated %v, total %d, text %d bytes, spill truncated %v; want true, %d, ≤ %d, false",
+				c.name, got.Truncated, got.TotalBytes, len(got.Text), got.SpillTruncated, c.total, c.cap)
+		}
+		if got.SpillPath == "" {
+			t.Fatalf("%s: no spill path", c.name)
+		}
+		if fileSum(t, got.SpillPath) != fileSum(t, c.copy) {
+			t.Errorf("%s: the spill file %s differs from the stream", c.name, got.SpillPath)
+		}
+		if !strings.HasSuffix(got.SpillPath, "."+c.name) {
+			t.Errorf("%s: spill file %s is not named for its stream", c.name, got.SpillPath)
+		}
+		requireMode(t, got.SpillPath, 0o600)
+	}
+	dir := filepath.Dir(res.Stdout.SpillPath)
+	if filepath.Dir(res.Stderr.SpillPath) != dir {
+		t.Errorf("stdout and stderr spilled to different directories: %s, %s", res.Stdout.SpillPath, res.Stderr.SpillPath)
+	}
+	if filepath.Dir(dir) != tmp || !strings.HasPrefix(filepath.Base(dir), "dsh-spill-") {
+		t.Errorf("spill directory %s is not a private one under TMPDIR %s", dir, tmp)
+	}
+	requireMode(t, dir, 0o700)
+
+	// The next run spills to the same directory, to files of its own.
+	res2 := runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 2000 /dev/zero", StdoutMaxBytes: 1000})
+	if filepath.Dir(res2.Stdout.SpillPath) != dir || res2.Stdout.SpillPath == res.Stdout.SpillPath {
+		t.Errorf("second run spilled to %s; first to %s", res2.Stdout.SpillPath, res.Stdout.SpillPath)
+	}
+	if b, _ := os.ReadFile(res2.Stdout.SpillPath); !bytes.Equal(b, make([]byte, 2000)) {
+		t.Errorf("second spill holds %d bytes, want 2000 zeros", len(b))
+	}
+
+	if err := e.removeSpillDir(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("spill directory %s still there after removeSpillDir: %v", dir, err)
+	}
+	if err := e.removeSpillDir(); err != nil {
+		t.Errorf("a second removeSpillDir: %v", err)
+	}
+	// Nothing spills once the directory went, and the run still settles.
+	res3 := runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 2000 /dev/zero", StdoutMaxBytes: 1000})
+	if res3.Stdout.SpillPath != "" || !res3.Stdout.SpillTruncated || res3.Stdout.TotalBytes != 2000 {
+		t.Errorf("after removeSpillDir: %+v, want no spill file, spill truncated, 2000 bytes", res3.Stdout)
+	}
+	if names := entries(t, tmp); len(names) != 0 {
+		t.Errorf("TMPDIR holds %v after removeSpillDir", names)
+	}
+}
+
+// The first write past the cap spills what came before it too, however the
+// stream is split.
+func TestCollectorSpillsTheWholeStream(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte(asciiStream(5000))
+	for i, tc := range []struct {
+		cap    int64
+		n      int
+		chunks []int
+	}{
+		{100, 101, nil}, {100, 101, []int{100, 1}}, {100, 5000, []int{1}}, {100, 5000, []int{99, 2, 300}},
+		{10, 11, nil}, {10, 5000, []int{3}}, {1000, 1000, nil}, {1000, 1001, []int{1000}}, {64, 4000, []int{64}},
+	} {
+		c := newCollector(tc.cap)
+		name := "c" + strconv.Itoa(i)
+		c.spill = newSpillWriter(func() (*os.File, error) { return createExclusive(dir, name) }, 1<<30)
+		p := data[:tc.n]
+		for j := 0; len(p) > 0; j++ {
+			k := len(p)
+			if len(tc.chunks) > 0 {
+				k = min(k, tc.chunks[j%len(tc.chunks)])
+			}
+			_, _ = c.Write(p[:k])
+			p = p[k:]
+		}
+		got := c.output()
+		want := collect(tc.cap, string(data[:tc.n]))
+		if got.Text != want.Text || got.TotalBytes != want.TotalBytes || got.Truncated != want.Truncated {
+			t.Errorf("%+v: spilling changed the text: %+v, want %+v", tc, got, want)
+		}
+		if int64(tc.n) <= tc.cap {
+			if got.SpillPath != "" {
+				t.Errorf("%+v: spilled under the cap", tc)
+			}
+			continue
+		}
+		b, err := os.ReadFile(got.SpillPath)
+		if err != nil || !bytes.Equal(b, data[:tc.n]) || got.SpillTruncated {
+			t.Errorf("%+v: spill holds %d bytes (%v), truncated %v; want the %d bytes of the stream", tc, len(b), err, got.SpillTruncated, tc.n)
+		}
+	}
+}
+
+func TestSpillCap(t *testing.T) {
+	e, _ := spillExecutor(t, `{"spillCapBytes": 1000}`)
+	copyPath := filepath.Join(t.TempDir(), "copy")
+	res := runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 5000 /dev/urandom | tee " + copyPath, StdoutMaxBytes: 100})
+	got := res.Stdout
+	if got.TotalBytes != 5000 || !got.Truncated || !got.SpillTruncated || got.SpillPath == "" {
+		t.Fatalf("stdout %+v, want 5000 bytes, truncated, spilled and spill truncated", got)
+	}
+	stream, err := os.ReadFile(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spilled, err := os.ReadFile(got.SpillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(spilled, stream[:1000]) {
+		t.Errorf("spill file holds %d bytes, want exactly the first 1000 of the stream", len(spilled))
+	}
+
+	// A spill cap below what the collector buffered before spilling.
+	res = runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 5000 /dev/urandom | tee " + copyPath, StdoutMaxBytes: 2000})
+	stream, _ = os.ReadFile(copyPath)
+	spilled, _ = os.ReadFile(res.Stdout.SpillPath)
+	if !bytes.Equal(spilled, stream[:1000]) || !res.Stdout.SpillTruncated {
+		t.Errorf("spill file holds %d bytes (truncated %v), want the first 1000", len(spilled), res.Stdout.SpillTruncated)
+	}
+
+	// Exactly the spill cap is not truncated.
+	res = runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 1000 /dev/zero", StdoutMaxBytes: 100})
+	if fi, err := os.Stat(res.Stdout.SpillPath); err != nil || fi.Size() != 1000 || res.Stdout.SpillTruncated {
+		t.Errorf("a stream of exactly the spill cap: %+v, %v", res.Stdout, err)
+	}
+}
+
+func TestSpillDirSetting(t *testing.T) {
+	dir := t.TempDir()
+	e, tmp := spillExecutor(t, `{"spillDir": "`+dir+`"}`)
+	res := runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 3000 /dev/zero >&2", StderrMaxBytes: 1000})
+	p := res.Stderr.SpillPath
+	if filepath.Dir(p) != dir {
+		t.Fatalf("spilled to %q, want a file directly in %s", p, dir)
+	}
+	if want := "dsh-" + strconv.Itoa(os.Getpid()) + "-run-"; !strings.HasPrefix(filepath.Base(p), want) || !strings.HasSuffix(p, ".stderr") {
+		t.Errorf("spill file %s is not named %s<n>.stderr", p, want)
+	}
+	requireMode(t, p, 0o600)
+	if names := entries(t, tmp); len(names) != 0 {
+		t.Errorf("a configured spillDir, yet TMPDIR holds %v", names)
+	}
+	if err := e.removeSpillDir(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Errorf("removeSpillDir removed a file in the caller's directory: %v", err)
+	}
+}
+
+// A spill that cannot be made or written leaves the run's facts intact.
+func TestSpillFailureDoesNotFailTheRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spill")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := spillExecutor(t, `{"spillDir": "`+dir+`"}`)
+	// Even root cannot make files under a regular file.
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	spec, err := e.Resolve(ctx, pluginapi.ExecRequest{Command: "seq 1 100000; exit 3", StdoutMaxBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(ctx, spec)
+	if err != nil {
+		t.Fatalf("Run failed with the spill: %v", err)
+	}
+	if res.ExitCode == nil || *res.ExitCode != 3 {
+		t.Errorf("exit %v, want 3", res.ExitCode)
+	}
+	got := res.Stdout
+	if !got.Truncated || !got.SpillTruncated || got.SpillPath != "" || got.TotalBytes != 588895 {
+		t.Errorf("stdout %+v, want truncated, spill truncated, no spill path, 588895 bytes", got)
+	}
+	if !strings.Contains(got.SpillError, dir) {
+		t.Errorf("spill error %q does not say what failed (%s)", got.SpillError, dir)
+	}
+	if !strings.HasPrefix(got.Text, "1\n2\n3\n") || !strings.HasSuffix(got.Text, "99999\n100000\n") {
+		t.Errorf("text %q lost its head or tail", got.Text)
+	}
+
+	// A background process still runs, without spill paths.
+	p, err := e.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := p.ReadOutput(ctx)
+	if r.StdoutSpillPath != "" || !strings.HasSuffix(r.Delta, "100000\n") {
+		t.Errorf("read %q…, spill path %q", r.Delta[max(0, len(r.Delta)-20):], r.StdoutSpillPath)
+	}
+}
+
+// A write that fails (a full disk) stops the spill; the text is kept.
+func TestSpillWriteFailure(t *testing.T) {
+	c := newCollector(100)
+	c.spill = newSpillWriter(func() (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) }, 1<<30)
+	data := asciiStream(10000)
+	for i := 0; i < len(data); i += 512 {
+		_, _ = c.Write([]byte(data[i:min(len(data), i+512)]))
+	}
+	got := c.output()
+	if !got.SpillTruncated || got.TotalBytes != 10000 || got.Text != collect(100, data).Text {
+		t.Errorf("%+v: want spill truncated, 10000 bytes, the usual text", got)
+	}
+	if !strings.Contains(got.SpillError, syscall.ENOSPC.Error()) {
+		t.Errorf("spill error %q, want ENOSPC's", got.SpillError)
+	}
+}
+
+// A private spill directory removed by someone else is made again.
+func TestSpillDirRemovedUnderUs(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	req := pluginapi.ExecRequest{Command: "head -c 2000 /dev/zero", StdoutMaxBytes: 1000}
+	first := runCmd(t, e, req).Stdout.SpillPath
+	if err := os.RemoveAll(filepath.Dir(first)); err != nil {
+		t.Fatal(err)
+	}
+	second := runCmd(t, e, req).Stdout
+	if second.SpillPath == "" || second.SpillTruncated {
+		t.Fatalf("after the directory went: %+v", second)
+	}
+	requireMode(t, filepath.Dir(second.SpillPath), 0o700)
+
+	other, _ := spillExecutor(t, "")
+	if p := runCmd(t, other, req).Stdout.SpillPath; filepath.Dir(p) == filepath.Dir(second.SpillPath) {
+		t.Errorf("two executors share the spill directory %s", filepath.Dir(p))
+	}
+}
+
+// startCmd resolves req and starts it.
+func startCmd(t *testing.T, e *Executor, req pluginapi.ExecRequest) pluginapi.ShellProcess {
+	t.Helper()
+	ctx := context.Background()
+	spec, err := e.Resolve(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBackgroundSpillsFromTheFirstByte(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	ctx := context.Background()
+
+	quiet := startCmd(t, e, pluginapi.ExecRequest{Command: "true"})
+	if _, err := quiet.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := quiet.ReadOutput(ctx)
+	for _, path := range []string{r.StdoutSpillPath, r.StderrSpillPath} {
+		if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+			t.Errorf("a silent process's spill file %q: %v, want an empty file", path, err)
+		}
+	}
+
+	p := startCmd(t, e, pluginapi.ExecRequest{Command: "echo out; echo err >&2"})
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = p.ReadOutput(ctx)
+	if want := "out\n" + pluginapi.StderrSectionHeader + "err\n"; r.Delta != want || r.Lossy {
+		t.Errorf("read %+v, want %q", r, want)
+	}
+	for path, want := range map[string]string{r.StdoutSpillPath: "out\n", r.StderrSpillPath: "err\n"} {
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("spill file %q holds %q (%v), want %q", path, b, err, want)
+		}
+		requireMode(t, path, 0o600)
+	}
+	if !strings.HasSuffix(r.StdoutSpillPath, "bg-"+p.ID()+".stdout") || !strings.HasSuffix(r.StderrSpillPath, ".stderr") {
+		t.Errorf("spill files %s, %s are not named for the process", r.StdoutSpillPath, r.StderrSpillPath)
+	}
+	requireMode(t, filepath.Dir(r.StdoutSpillPath), 0o700)
+	// The paths come with every read.
+	if again, _ := p.ReadOutput(ctx); again.Delta != "" || again.StdoutSpillPath != r.StdoutSpillPath {
+		t.Errorf("a second read %+v", again)
+	}
+}
+
+// Read often, the deltas are the stream, each byte once, and so is the
+// spill file.
+func TestBackgroundDeltasConcatenate(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	ctx := context.Background()
+	copyPath := filepath.Join(t.TempDir(), "copy")
+	cmd := "for i in $(seq 0 39); do seq $((i*1000)) $((i*1000+999)); printf 'é日本🙂'; sleep 0.01; done | tee " + copyPath
+	p := startCmd(t, e, pluginapi.ExecRequest{Command: cmd})
+	var all strings.Builder
+	var reads int
+	finished := false
+	for !finished {
+		select {
+		case <-p.(*process).done:
+			finished = true
+		default:
+		}
+		r, err := p.ReadOutput(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Lossy {
+			t.Fatal("a read was lossy")
+		}
+		if r.Delta != "" {
+			reads++
+		}
+		all.WriteString(r.Delta)
+		time.Sleep(3 * time.Millisecond)
+	}
+	stream, err := os.ReadFile(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.String() != string(stream) {
+		t.Errorf("the %d deltas join to %d bytes; the stream is %d", reads, all.Len(), len(stream))
+	}
+	if reads < 5 {
+		t.Errorf("only %d reads had output; expected it incrementally", reads)
+	}
+	r, _ := p.ReadOutput(ctx)
+	if fileSum(t, r.StdoutSpillPath) != sha256.Sum256(stream) {
+		t.Errorf("the stdout spill file differs from the stream")
+	}
+}
+
+func TestBackgroundLossy(t *testing.T) {
+	e, _ := spillExecutor(t, `{"backgroundBufferBytes": 1000}`)
+	ctx := context.Background()
+	copyPath := filepath.Join(t.TempDir(), "copy")
+	p := startCmd(t, e, pluginapi.ExecRequest{Command: "seq 1 20000 | tee " + copyPath + "; echo err >&2"})
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := os.ReadFile(copyPath)
+	r, _ := p.ReadOutput(ctx)
+	if !r.Lossy {
+		t.Error("a read after the buffer overflowed is not lossy")
+	}
+	out, _, _ := strings.Cut(r.Delta, pluginapi.StderrSectionHeader)
+	if len(out) != 1000 || !strings.HasSuffix(string(stream), out) {
+		t.Errorf("delta's stdout is %d bytes %q…, want the last 1000 of the stream", len(out), out[:min(20, len(out))])
+	}
+	if !strings.HasSuffix(r.Delta, pluginapi.StderrSectionHeader+"err\n") {
+		t.Errorf("delta %q… lacks the stderr section", r.Delta[max(0, len(r.Delta)-30):])
+	}
+	if fileSum(t, r.StdoutSpillPath) != sha256.Sum256(stream) {
+		t.Error("the spill file is not the full stream")
+	}
+	if again, _ := p.ReadOutput(ctx); again.Lossy || again.Delta != "" {
+		t.Errorf("the read after a lossy one: %+v", again)
+	}
+}
+
+// A process that writes as fast as it can keeps reads quick and memory
+// flat, and its spill file stops at the cap.
+func TestBackgroundFloodStaysBounded(t *testing.T) {
+	const spillCap = 50 << 20
+	e, _ := spillExecutor(t, `{"spillCapBytes": `+strconv.Itoa(spillCap)+`, "backgroundBufferBytes": 65536}`)
+	ctx := context.Background()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	p := startCmd(t, e, pluginapi.ExecRequest{Command: "yes"})
+	var slowest time.Duration
+	var lossy bool
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		began := time.Now()
+		r, err := p.ReadOutput(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(began))
+		lossy = lossy || r.Lossy
+		if len(r.Delta) > 65536 {
+			t.Fatalf("a delta of %d bytes from a 65536-byte buffer", len(r.Delta))
+		}
+		if r.Delta != "" && strings.Trim(r.Delta, "y\n") != "" {
+			t.Fatalf("delta is not yes's output: %q", r.Delta[:min(40, len(r.Delta))])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if slowest > 500*time.Millisecond {
+		t.Errorf("the slowest read took %s", slowest)
+	}
+	if !lossy {
+		t.Error("yes never overflowed a 64 KiB buffer read every 10 ms")
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapInuse) - int64(before.HeapInuse); grown > 16<<20 {
+		t.Errorf("the heap grew by %d bytes while yes ran", grown)
+	}
+	if _, err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := p.ReadOutput(ctx)
+	fi, err := os.Stat(r.StdoutSpillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > spillCap {
+		t.Errorf("spill file is %d bytes, over its cap %d", fi.Size(), spillCap)
+	}
+	t.Logf("spill file %d bytes, slowest read %s", fi.Size(), slowest)
+}
+
+// The unread buffer against a model: the stream minus what was read,
+// keeping at most max bytes, lossy exactly when it dropped some.
+func TestUnreadBufferModel(t *testing.T) {
+	data := []byte(asciiStream(200000))
+	for _, max := range []int{1, 7, 100, 4096, 5000, 10000} {
+		b := newUnreadBuffer(int64(max))
+		pos, oldest, dropped := 0, 0, false // written; oldest unread; dropped since the last take
+		for step := 1; pos < len(data); step++ {
+			n := min(len(data)-pos, (step*7919)%(3*max+5)+1)
+			_, _ = b.Write(data[pos : pos+n])
+			pos += n
+			if pos-oldest > max {
+				oldest, dropped = pos-max, true
+			}
+			if step%3 != 0 && step%5 != 0 {
+				continue
+			}
+			limit := []int{1 << 30, max/2 + 1, 3}[step%3]
+			got, lost := b.take(limit)
+			want := data[oldest:min(pos, oldest+limit)]
+			if !bytes.Equal(got, want) || lost != dropped {
+				t.Fatalf("max %d, step %d: took %d bytes, lost %v; want %d, %v", max, step, len(got), lost, len(want), dropped)
+			}
+			oldest += len(want)
+			dropped = false
+		}
+	}
+}
+
+func TestUnreadBufferLossy(t *testing.T) {
+	b := newUnreadBuffer(10)
+	_, _ = b.Write([]byte("0123456789"))
+	if got, lost := b.take(100); string(got) != "0123456789" || lost {
+		t.Errorf("take %q %v, want all, not lost", got, lost)
+	}
+	_, _ = b.Write([]byte("abcdefgh"))
+	_, _ = b.Write([]byte("ijkl"))
+	if got, lost := b.take(4); string(got) != "cdef" || !lost {
+		t.Errorf("take %q %v, want cdef, lost", got, lost)
+	}
+	if got, lost := b.take(100); string(got) != "ghijkl" || lost {
+		t.Errorf("take %q %v, want ghijkl, not lost", got, lost)
+	}
+	_, _ = b.Write([]byte("0123456789ABCDEF"))
+	if got, lost := b.take(100); string(got) != "6789ABCDEF" || !lost {
+		t.Errorf("take %q %v, want the last 10, lost", got, lost)
+	}
+	if got, lost := b.take(100); len(got) != 0 || lost {
+		t.Errorf("take %q %v, want nothing", got, lost)
+	}
+}
