@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/json"
 	"io"
@@ -118,5 +119,37 @@ func TestRunScrubsCredentials(t *testing.T) {
 		if !slices.Contains(env, want) {
 			t.Errorf("the command's environment lacks %s", want)
 		}
+	}
+}
+
+// dsh-host run shows output as the command produces it, not when it ends.
+func TestRunShowsOutputLive(t *testing.T) {
+	tag := scenario(t)
+	p := command(t, tag, "run", "--", "echo first; sleep 3; echo second")
+	p.cmd.Stdout = nil
+	pipe, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.start(t)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(pipe).ReadString('\n')
+		first <- line
+		_, _ = io.Copy(io.Discard, pipe)
+	}()
+	select {
+	case line := <-first:
+		if line != "first\n" {
+			t.Errorf("first line %q, want %q", line, "first\n")
+		}
+		if took := time.Since(p.began); took > 2500*time.Millisecond {
+			t.Errorf("the first line came after %s, with the command still sleeping: not live", took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no output")
+	}
+	if r := p.wait(t); r.code != 0 {
+		t.Errorf("exit %d, want 0", r.code)
 	}
 }

@@ -169,6 +169,9 @@ func (c *grpcClient) runStream(ctx context.Context, start *pb.RunStart, killGrac
 				onOutput(streamFromProto(e.Output.GetStream()), e.Output.GetData())
 			}
 		case *pb.RunEvent_Result:
+			if e.Result == nil {
+				return RunResult{}, fmt.Errorf("%w: the plugin sent an empty result", ErrPluginUnavailable)
+			}
 			return resultFromProto(e.Result), nil
 		}
 	}
@@ -244,9 +247,12 @@ func (p *remoteProcess) watch(ctx context.Context) {
 	})
 	defer stop()
 	resp, err := p.c.client.Wait(p.c.life, &pb.WaitRequest{ProcessId: p.id})
-	if err != nil {
+	switch {
+	case err != nil:
 		p.exit = ProcessExit{Killed: true, KillReason: fromStatus(p.c.life, err).Error()}
-	} else {
+	case resp.GetExit() == nil:
+		p.exit = ProcessExit{Killed: true, KillReason: "the plugin sent no exit facts"}
+	default:
 		p.exit = exitFromProto(resp.GetExit())
 	}
 	close(p.done)

@@ -120,6 +120,9 @@ func resultToProto(r RunResult) *pb.RunResult {
 }
 
 func resultFromProto(p *pb.RunResult) RunResult {
+	if p == nil {
+		return RunResult{}
+	}
 	return RunResult{
 		ExitCode: exitCodeFromProto(p.ExitCode), Signal: p.GetSignal(), TimedOut: p.GetTimedOut(),
 		Aborted: p.GetAborted(), AbortReason: p.GetAbortReason(), TimeoutMs: p.GetTimeoutMs(),
@@ -137,6 +140,9 @@ func exitToProto(e ProcessExit) *pb.ProcessExit {
 }
 
 func exitFromProto(p *pb.ProcessExit) ProcessExit {
+	if p == nil {
+		return ProcessExit{}
+	}
 	return ProcessExit{
 		ExitCode: exitCodeFromProto(p.ExitCode), Signal: p.GetSignal(), Killed: p.GetKilled(),
 		KillReason: p.GetKillReason(), DurationMs: p.GetDurationMs(),

@@ -59,6 +59,13 @@ var errorCases = []suiteCase{
 			e.t.Errorf("Start of an unresolved spec: %v, want ErrSpecNotResolved", err)
 		}
 	}},
+	{"errors/a command longer than one argument can carry is refused clearly", func(e *env) {
+		long := "echo " + strings.Repeat("x", 200_000)
+		_, err := e.x.Resolve(e.ctx, pluginapi.ExecRequest{Command: long})
+		if !errors.Is(err, pluginapi.ErrInvalidRequest) && !errors.Is(err, pluginapi.ErrRequestTooLarge) {
+			e.t.Errorf("Resolve of a 200 kB command: %v, want a clear refusal", err)
+		}
+	}},
 	{"errors/a request too large for the wire is refused clearly", func(e *env) {
 		huge := strings.Repeat("x", pluginapi.MaxRequestBytes+1)
 		_, err := e.x.Resolve(e.ctx, pluginapi.ExecRequest{Command: "echo " + huge})

@@ -37,6 +37,13 @@ var terminationCases = []suiteCase{
 			e.t.Errorf("LeftoversKilled %d, want %d (in the group, setsid, double fork)", res.LeftoversKilled, len(pids))
 		}
 	}},
+	{"termination/a lone escaped descendant is found too", func(e *env) {
+		res := e.run(pluginapi.ExecRequest{Command: e.sh.Escape(1000)})
+		requirePIDsGone(e.t, firstLineInt(e.t, res.Stdout.Text))
+		if res.LeftoversKilled != 1 {
+			e.t.Errorf("LeftoversKilled %d, want 1", res.LeftoversKilled)
+		}
+	}},
 	{"termination/a command that leaves nothing running reports no leftovers", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Exit(0)})
 		if res.LeftoversKilled != 0 {

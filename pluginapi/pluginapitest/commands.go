@@ -30,6 +30,9 @@ type Commands struct {
 	// command's process group, in a session of its own (setsid), and through
 	// a double fork into a session of its own.
 	LeaveBehind func(secs int) string
+	// Escape starts a sleep of secs seconds in a session of its own, prints
+	// its PID, and exits: nothing of the command stays in its process group.
+	Escape func(secs int) string
 	// Count prints the integers 1 to n, one per line.
 	Count func(n int) string
 	// Repeat prints s n times, without newlines.
@@ -50,6 +53,7 @@ var POSIX = Commands{
 	PrintEnv:   func(name string) string { return `printf %s "$` + name + `"` },
 	IgnoreTerm: func(rest string) string { return "trap '' TERM; " + rest },
 	Count:      func(n int) string { return "seq 1 " + strconv.Itoa(n) },
+	Escape:     func(secs int) string { return "setsid sleep " + strconv.Itoa(secs) + " & echo $!" },
 	Repeat: func(s string, n int) string {
 		return "for i in $(seq " + strconv.Itoa(n) + "); do printf %s " + strconv.Quote(s) + "; done"
 	},

@@ -22,6 +22,9 @@ type Config struct {
 	// Argv turns a command into the arguments after the shell executable
 	// (for bash: "-c", command).
 	Argv func(command string) []string
+	// MaxArgBytes is the longest string one argument or environment entry
+	// may be; zero means Linux's MAX_ARG_STRLEN less its NUL, 131071.
+	MaxArgBytes int
 	// SettingsSchema is the JSON Schema of the executor's settings section.
 	SettingsSchema string
 	// Defaults are the executor's settings before Configure; zero fields
@@ -55,6 +58,9 @@ var (
 
 // New returns an Executor for cfg.
 func New(cfg Config) *Executor {
+	if cfg.MaxArgBytes <= 0 {
+		cfg.MaxArgBytes = 128<<10 - 1
+	}
 	return &Executor{
 		cfg:     cfg,
 		reaper:  newReaper(),

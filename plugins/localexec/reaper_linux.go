@@ -23,35 +23,64 @@ func (r *reaper) becomeSubreaper() {
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
+// verdict is what to do with an orphan.
+type verdict int
+
+const (
+	spare  verdict = iota + 1 // not this hunt's
+	kill                      // this hunt's
+	unsure                    // cannot tell yet: its environment is unreadable (mid-exec)
+)
+
 // killLeftovers kills what a command left running after its shell exited:
 // the rest of its process group, then every orphan tagged with its tag (and
 // the process group each leads), round after round until none is left alive:
 // what a killed orphan leaves behind is handed to the executor in turn. It
 // reports how many processes it killed.
 func (r *reaper) killLeftovers(pgid int, tag string) int {
-	return r.killMatching(pgid, func(pid int) bool {
-		t, _ := tagOf(pid)
-		return t == tag
+	return r.killMatching(pgid, func(pid int) verdict {
+		switch t, state := tagOf(pid); {
+		case state == tagUnreadable:
+			return unsure
+		case state == tagPresent && t == tag:
+			return kill
+		}
+		return spare
 	})
 }
 
-// killMatching kills process group pgid, then the orphans that match, round
-// after round, and reports how many processes it killed.
-func (r *reaper) killMatching(pgid int, match func(pid int) bool) int {
+// killAll kills every orphan of this executor's commands, and every orphan
+// without a tag (one that cleared its environment): for Close.
+func (r *reaper) killAll() int {
+	return r.killMatching(0, func(pid int) verdict {
+		if t, state := tagOf(pid); state == tagPresent && !strings.HasPrefix(t, r.prefix+"-") {
+			return spare
+		}
+		return kill
+	})
+}
+
+// killMatching kills process group pgid, then the orphans classify says to,
+// round after round until every one of them is dead and reaped (or
+// leftoverDeadline passed), and reports how many processes it killed.
+func (r *reaper) killMatching(pgid int, classify func(pid int) verdict) int {
 	killed := map[int]bool{}
 	for _, pid := range killGroup(pgid) {
 		killed[pid] = true
 	}
+	if len(killed) == 0 && !r.mayHaveOrphans() {
+		return 0 // the common case, answered by one small read
+	}
 	deadline := time.Now().Add(leftoverDeadline)
 	for {
-		orphans := r.orphans(match)
-		if len(orphans) == 0 || time.Now().After(deadline) {
+		targets, unsureOf := r.orphans(classify)
+		if (len(targets) == 0 && unsureOf == 0) || time.Now().After(deadline) {
 			return len(killed)
 		}
-		for _, pid := range orphans {
-			if killed[pid] {
-				continue // dying; reaped in a later round
-			}
+		// A target may already be counted, and still alive: dying, or it
+		// left the group between the group's scan and its kill. Kill it
+		// again, and the group it may lead now; count each process once.
+		for _, pid := range targets {
 			if pgidOf(pid) == pid {
 				for _, m := range killGroup(pid) {
 					killed[m] = true
@@ -61,17 +90,8 @@ func (r *reaper) killMatching(pgid int, match func(pid int) bool) int {
 				killed[pid] = true
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-// killAll kills every orphan of this executor's commands, and every
-// untagged orphan (one that cleared its environment): for Close.
-func (r *reaper) killAll() int {
-	return r.killMatching(0, func(pid int) bool {
-		tag, ok := tagOf(pid)
-		return !ok || strings.HasPrefix(tag, r.prefix+"-")
-	})
 }
 
 // killGroup SIGKILLs the live members of process group pgid and returns
@@ -86,11 +106,11 @@ func killGroup(pgid int) []int {
 }
 
 // orphans reaps the executor's children that are not its shells and have
-// exited, and returns those still alive that match.
-func (r *reaper) orphans(match func(pid int) bool) []int {
+// exited, and sorts those still alive: the ones classify says to kill, and
+// how many it is unsure of.
+func (r *reaper) orphans(classify func(pid int) verdict) (targets []int, unsureOf int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var live []int
 	for _, pid := range ownChildren() {
 		if r.shells[pid] {
 			continue
@@ -99,11 +119,58 @@ func (r *reaper) orphans(match func(pid int) bool) []int {
 		if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
 			continue // it had exited: now reaped
 		}
-		if match(pid) {
-			live = append(live, pid)
+		switch classify(pid) {
+		case kill:
+			targets = append(targets, pid)
+		case unsure:
+			unsureOf++
 		}
 	}
-	return live
+	return targets, unsureOf
+}
+
+// tagState says what reading a process's tag found.
+type tagState int
+
+const (
+	tagUnreadable tagState = iota + 1 // no environment to read (yet): mid-exec, or gone
+	tagAbsent                         // an environment without ExecIDVar
+	tagPresent
+)
+
+// tagOf reads the ExecIDVar process pid was started with.
+func tagOf(pid int) (string, tagState) {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || len(env) == 0 {
+		return "", tagUnreadable
+	}
+	prefix := []byte(ExecIDVar + "=")
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if bytes.HasPrefix(kv, prefix) {
+			return string(kv[len(prefix):]), tagPresent
+		}
+	}
+	return "", tagAbsent
+}
+
+// mayHaveOrphans reports whether the main thread has a child that is not
+// one of the executor's shells. The kernel hands an orphan to the first
+// live thread of its subreaper, the main thread in a Go program, so this
+// one read answers for every orphan; the shells themselves are children of
+// whichever thread forked them.
+func (r *reaper) mayHaveOrphans() bool {
+	data, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	if err != nil {
+		return true // cannot tell: look everywhere
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, field := range strings.Fields(string(data)) {
+		if pid, err := strconv.Atoi(field); err == nil && !r.shells[pid] {
+			return true
+		}
+	}
+	return false
 }
 
 // ownChildren lists this process's children, from every thread's children
@@ -123,21 +190,6 @@ func ownChildren() []int {
 		}
 	}
 	return pids
-}
-
-// tagOf reads the ExecIDVar process pid was started with.
-func tagOf(pid int) (string, bool) {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return "", false
-	}
-	prefix := []byte(ExecIDVar + "=")
-	for _, kv := range bytes.Split(env, []byte{0}) {
-		if bytes.HasPrefix(kv, prefix) {
-			return string(kv[len(prefix):]), true
-		}
-	}
-	return "", false
 }
 
 // statFields returns the fields of /proc/PID/stat after the command name:

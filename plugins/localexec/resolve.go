@@ -38,6 +38,10 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 	if strings.IndexByte(req.Command, 0) >= 0 {
 		return pluginapi.ExecSpec{}, invalid("command contains a NUL byte")
 	}
+	if len(req.Command) > e.cfg.MaxArgBytes {
+		return pluginapi.ExecSpec{}, invalid("command is %d bytes; the most one argument can carry is %d (put a long script in a file)",
+			len(req.Command), e.cfg.MaxArgBytes)
+	}
 	timeout, err := capped("timeoutMs", req.TimeoutMs, lim.DefaultTimeoutMs, lim.MaxTimeoutMs)
 	if err != nil {
 		return pluginapi.ExecSpec{}, err
@@ -65,6 +69,14 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 	}
 	if err := checkEnv("dshEnv", req.DshEnv, true); err != nil {
 		return pluginapi.ExecSpec{}, err
+	}
+	for _, env := range []map[string]string{req.Env, req.DshEnv} {
+		for k, v := range env {
+			if len(k)+1+len(v) > e.cfg.MaxArgBytes {
+				return pluginapi.ExecSpec{}, invalid("environment entry %s is %d bytes; the most one can carry is %d",
+					k, len(k)+1+len(v), e.cfg.MaxArgBytes)
+			}
+		}
 	}
 	if req.SandboxMode != pluginapi.SandboxNone {
 		return pluginapi.ExecSpec{}, invalid("sandbox mode %q requested, but %s does not sandbox", req.SandboxMode, e.cfg.Name)
