@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -90,10 +92,20 @@ func TestRunWithoutSpillDirNamesNoVanishedFile(t *testing.T) {
 }
 
 // A command that leaves sleeps behind, one of them in a session of its
-// own, returns promptly, and the sleeps are gone (scenario checks /proc).
+// own, one that cleared its environment too, returns promptly, and the
+// sleeps are gone (scenario checks /proc).
 func TestRunLeavesNothingBehind(t *testing.T) {
 	tag := scenario(t)
-	r := dsh(t, tag, "run", "--", "setsid sleep 1000 & nohup sleep 1001 & echo started")
+	// The untagged sleep has a length of its own, so that it can be found
+	// by its command line alone.
+	untagged := "1002.0" + strconv.Itoa(os.Getpid())
+	r := dsh(t, tag, "run", "--", "setsid sleep 1000 & nohup sleep 1001 & env -i setsid sleep "+untagged+" & echo started")
+	defer func() {
+		for _, pid := range withArgv("sleep", untagged) {
+			t.Errorf("process %d, which cleared its environment, survived", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "started" {
 		t.Errorf("exit %d stdout %q, want 0 and started; stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -152,4 +164,17 @@ func TestRunShowsOutputLive(t *testing.T) {
 	if r := p.wait(t); r.code != 0 {
 		t.Errorf("exit %d, want 0", r.code)
 	}
+}
+
+// withArgv lists the live processes whose command line is exactly argv.
+func withArgv(argv ...string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && slices.Equal(argvOf(pid), argv) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

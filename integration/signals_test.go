@@ -82,7 +82,7 @@ func TestHostKilledCommandIgnoresTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.wait(t)
-	const killGrace = 2 * time.Second // localexec.DefaultLimits.KillGraceMs
+	const killGrace = 2 * time.Second // localexec.DefaultSettings.KillGraceMs
 	if left := survivorsAfter(tag, killGrace+survivorWait); len(left) > 0 {
 		t.Errorf("%d processes survived dsh-host's death by more than the kill grace", len(left))
 	}

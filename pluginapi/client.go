@@ -96,25 +96,31 @@ func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(S
 	if err := checkEnvKeys(spec.Env, spec.DshEnv); err != nil {
 		return RunResult{}, err
 	}
-	return c.runStream(ctx, &pb.RunStart{Spec: specToProto(spec)}, spec.KillGrace(), onOutput)
+	return c.runStream(ctx, &pb.RunStart{Spec: specToProto(spec)}, spec.Timeout(), spec.KillGrace(), onOutput)
 }
 
-// unknownKillGrace stands for the kill grace of a request not yet resolved.
-const unknownKillGrace = 30 * time.Second
+// For a request not yet resolved, the client bounds its wait with these
+// stand-ins for the timeout and the kill grace it will get.
+const (
+	unknownTimeout   = 10 * time.Minute
+	unknownKillGrace = time.Minute
+)
 
 // RunRequest resolves and runs req in one round trip.
 func (c *grpcClient) RunRequest(ctx context.Context, req ExecRequest, onOutput func(Stream, []byte)) (RunResult, error) {
 	if err := checkEnvKeys(req.Env, req.DshEnv); err != nil {
 		return RunResult{}, err
 	}
-	return c.runStream(ctx, &pb.RunStart{Request: requestToProto(req)}, unknownKillGrace, onOutput)
+	return c.runStream(ctx, &pb.RunStart{Request: requestToProto(req)}, unknownTimeout, unknownKillGrace, onOutput)
 }
 
 // runStream runs a command over a Run stream that lives as long as the
 // plugin, not as long as ctx: cancelling ctx sends an abort and still waits
 // for the settled result, so an aborted run reports what it printed and how
-// it died. killGrace bounds, with abortSettleMargin, how long that wait is.
-func (c *grpcClient) runStream(ctx context.Context, start *pb.RunStart, killGrace time.Duration, onOutput func(Stream, []byte)) (RunResult, error) {
+// it died. killGrace bounds, with abortSettleMargin, how long that wait is;
+// with timeout too, it bounds the whole run, so a plugin that hangs cannot
+// hold the caller forever.
+func (c *grpcClient) runStream(ctx context.Context, start *pb.RunStart, timeout, killGrace time.Duration, onOutput func(Stream, []byte)) (RunResult, error) {
 	if err := ctx.Err(); err != nil {
 		return RunResult{}, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
 	}
@@ -123,7 +129,8 @@ func (c *grpcClient) runStream(ctx context.Context, start *pb.RunStart, killGrac
 	if err := checkSize(first); err != nil {
 		return RunResult{}, err
 	}
-	sctx, cancel := context.WithCancel(c.life)
+	bound := timeout + killGrace + abortSettleMargin
+	sctx, cancel := context.WithTimeout(c.life, bound)
 	defer cancel()
 	stream, err := c.client.Run(sctx)
 	if err != nil {
@@ -154,9 +161,14 @@ func (c *grpcClient) runStream(ctx context.Context, start *pb.RunStart, killGrac
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
-			if ctx.Err() != nil && sctx.Err() != nil && c.life.Err() == nil {
-				return RunResult{}, fmt.Errorf("%w: the command did not settle within %s of the abort",
-					ErrPluginUnavailable, killGrace+abortSettleMargin)
+			if sctx.Err() != nil && c.life.Err() == nil {
+				if errors.Is(sctx.Err(), context.DeadlineExceeded) {
+					return RunResult{}, fmt.Errorf("%w: the command did not settle within %s", ErrPluginUnavailable, bound)
+				}
+				if ctx.Err() != nil {
+					return RunResult{}, fmt.Errorf("%w: the command did not settle within %s of the abort",
+						ErrPluginUnavailable, killGrace+abortSettleMargin)
+				}
 			}
 			if errors.Is(err, io.EOF) {
 				return RunResult{}, fmt.Errorf("%w: Run stream ended without a result", ErrPluginUnavailable)
@@ -249,7 +261,9 @@ func (p *remoteProcess) watch(ctx context.Context) {
 	resp, err := p.c.client.Wait(p.c.life, &pb.WaitRequest{ProcessId: p.id})
 	switch {
 	case err != nil:
-		p.exit = ProcessExit{Killed: true, KillReason: fromStatus(p.c.life, err).Error()}
+		// Not p.c.life: once the plugin is gone it is done, and the reason
+		// would read "context canceled".
+		p.exit = ProcessExit{Killed: true, KillReason: fromStatus(context.Background(), err).Error()}
 	case resp.GetExit() == nil:
 		p.exit = ProcessExit{Killed: true, KillReason: "the plugin sent no exit facts"}
 	default:

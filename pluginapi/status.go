@@ -101,7 +101,7 @@ func fromStatus(ctx context.Context, err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &remoteError{msg: st.Message(), sentinel: ErrPluginUnavailable}
+		return &remoteError{msg: "pluginapi: plugin unavailable: " + st.Message(), sentinel: ErrPluginUnavailable}
 	case codes.Unavailable:
 		return &remoteError{msg: "pluginapi: plugin unavailable: " + st.Message(), sentinel: ErrPluginUnavailable}
 	case codes.ResourceExhausted:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
 // builtins are the executors this binary serves under `plugin serve NAME`.
@@ -66,6 +67,7 @@ func pluginCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "dsh-host plugin serve: no built-in executor %q\n", args[1])
 		return 2
 	}
+	localexec.ClaimAllChildren() // the executor is alone in this process
 	pluginapi.Serve(newExecutor())
 	return 0
 }

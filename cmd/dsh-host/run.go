@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,6 +42,10 @@ func runCmd(args []string) int {
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
 	spillDir := fs.String("spill-dir", "", "keep the full output of truncated streams in this directory")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Print(usage)
+			return 0
+		}
 		fmt.Fprintf(os.Stderr, "dsh-host run: %v\n%s", err, usage)
 		return exitUsage
 	}
@@ -79,10 +84,11 @@ func runCmd(args []string) int {
 	if err != nil {
 		return cannot(err)
 	}
+	var runErr error
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		if err := h.Close(cctx); err != nil {
+		if err := h.Close(cctx); err != nil && runErr == nil {
 			fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", cliError(err))
 		}
 	}()
@@ -96,6 +102,7 @@ func runCmd(args []string) int {
 	}
 	res, err := pluginapi.RunRequest(ctx, h.Shell(), req, onOutput)
 	if err != nil {
+		runErr = err // one line says it; Close need not say it again
 		return cannot(err)
 	}
 
@@ -110,6 +117,11 @@ func runCmd(args []string) int {
 		_ = enc.Encode(res)
 	} else {
 		out.finish(res)
+		for _, o := range []pluginapi.CollectedOutput{res.Stdout, res.Stderr} {
+			if o.SpillPath != "" {
+				fmt.Fprintf(os.Stderr, "dsh-host run: the full stream is in %s\n", o.SpillPath)
+			}
+		}
 	}
 	return exitStatus(res)
 }
@@ -199,6 +211,8 @@ func exitStatus(res pluginapi.RunResult) int {
 			return 128 + int(n)
 		}
 		return 128
+	case res.Aborted && (res.ExitCode == nil || *res.ExitCode == 0):
+		return 130 // aborted, though the command exited cleanly
 	case res.ExitCode != nil:
 		return *res.ExitCode
 	}
@@ -220,14 +234,14 @@ func cliError(err error) string {
 	return msg
 }
 
-// cliLogger logs warnings and errors to stderr; DSH_LOG_LEVEL changes the
-// level (trace, debug, info, warn, error, off).
+// cliLogger logs nothing unless DSH_LOG_LEVEL names a level (trace, debug,
+// info, warn, error): what goes wrong is said in one line of our own.
 func cliLogger() hclog.Logger {
-	level := hclog.Warn
+	level := hclog.Off
 	if v := os.Getenv("DSH_LOG_LEVEL"); v != "" {
 		level = hclog.LevelFromString(v)
 		if level == hclog.NoLevel {
-			level = hclog.Warn
+			level = hclog.Off
 		}
 	}
 	return hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: level})

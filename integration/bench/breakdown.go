@@ -37,12 +37,12 @@ func parts(ctx context.Context, shell pluginapi.ShellExecutor, n, warmup int) ([
 	if err != nil {
 		return nil, err
 	}
-	const generous = 50 // ms: these figures inform; they have no target of their own
+	// These figures inform; they have no target of their own.
 	return []figure{
-		{"part_describe_rtt_median", median(times[0]), "ms", "<=", generous},
-		{"part_resolve_median", median(times[1]), "ms", "<=", generous},
-		{"part_run_median", median(times[2]), "ms", "<=", generous},
-		{"part_inprocess_run_median", median(times[3]), "ms", "<=", generous},
-		{"part_direct_median", median(times[4]), "ms", "<=", generous},
+		{"part_describe_rtt_median", median(times[0]), "ms", ">=", 0},
+		{"part_resolve_median", median(times[1]), "ms", ">=", 0},
+		{"part_run_median", median(times[2]), "ms", ">=", 0},
+		{"part_inprocess_run_median", median(times[3]), "ms", ">=", 0},
+		{"part_direct_median", median(times[4]), "ms", ">=", 0},
 	}, nil
 }

@@ -38,8 +38,11 @@ type figure struct {
 }
 
 func (f figure) ok() bool {
-	if f.op == ">=" {
+	switch f.op {
+	case ">=":
 		return f.value >= f.bound
+	case "<":
+		return f.value < f.bound
 	}
 	return f.value <= f.bound
 }

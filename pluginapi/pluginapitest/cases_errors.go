@@ -31,8 +31,26 @@ var errorCases = []suiteCase{
 		if _, err := e.x.Run(e.ctx, spec); !errors.Is(err, pluginapi.ErrUnusableWorkdir) {
 			e.t.Errorf("Run in a file: %v, want ErrUnusableWorkdir", err)
 		}
-		if _, err := e.x.Start(e.ctx, spec); !errors.Is(err, pluginapi.ErrUnusableWorkdir) {
-			e.t.Errorf("Start in a file: %v, want ErrUnusableWorkdir", err)
+	}},
+	{"errors/a background process that cannot spawn settles as killed, the error on stderr", func(e *env) {
+		missing := filepath.Join(e.t.TempDir(), "gone")
+		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), Workdir: missing}))
+		if err != nil {
+			e.t.Fatalf("Start returns a handle even when the spawn fails: %v", err)
+		}
+		exit, err := p.Wait(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !exit.Killed || exit.ExitCode != nil {
+			e.t.Errorf("exit %+v, want killed with no exit code", exit)
+		}
+		r, err := p.ReadOutput(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !strings.Contains(r.Delta, pluginapi.StderrSectionHeader) || !strings.Contains(r.Delta, missing) {
+			e.t.Errorf("output %q, want the spawn error naming %s on stderr", r.Delta, missing)
 		}
 	}},
 	{"errors/a done ctx before Run is an error and runs nothing", func(e *env) {
@@ -40,11 +58,13 @@ var errorCases = []suiteCase{
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Touch(marker)})
 		ctx, cancel := context.WithCancel(e.ctx)
 		cancel()
-		if _, err := e.x.Run(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
-			e.t.Errorf("Run with a done ctx: %v, want ErrAbortedBeforeStart", err)
-		}
-		if _, err := e.x.Start(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
-			e.t.Errorf("Start with a done ctx: %v, want ErrAbortedBeforeStart", err)
+		for _, x := range e.both() {
+			if _, err := x.Run(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
+				e.t.Errorf("Run with a done ctx: %v, want ErrAbortedBeforeStart", err)
+			}
+			if _, err := x.Start(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
+				e.t.Errorf("Start with a done ctx: %v, want ErrAbortedBeforeStart", err)
+			}
 		}
 		if _, err := os.Stat(marker); err == nil {
 			e.t.Errorf("the command ran although ctx was done")
@@ -52,11 +72,13 @@ var errorCases = []suiteCase{
 	}},
 	{"errors/an unresolved spec is refused", func(e *env) {
 		raw := pluginapi.ExecSpec{Command: e.sh.Exit(0)}
-		if _, err := e.x.Run(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
-			e.t.Errorf("Run of an unresolved spec: %v, want ErrSpecNotResolved", err)
-		}
-		if _, err := e.x.Start(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
-			e.t.Errorf("Start of an unresolved spec: %v, want ErrSpecNotResolved", err)
+		for _, x := range e.both() {
+			if _, err := x.Run(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
+				e.t.Errorf("Run of an unresolved spec: %v, want ErrSpecNotResolved", err)
+			}
+			if _, err := x.Start(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
+				e.t.Errorf("Start of an unresolved spec: %v, want ErrSpecNotResolved", err)
+			}
 		}
 	}},
 	{"errors/a command longer than one argument can carry is refused clearly", func(e *env) {

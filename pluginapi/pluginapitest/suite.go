@@ -3,8 +3,8 @@
 // plugin and its host use, and checks every semantic of the contract as a
 // table case: exit facts, signal deaths, the fused deadline (timeout and
 // abort, never both), infrastructure errors, stdin, background processes and
-// their output, Kill and Close. Every case that starts a process checks that
-// its process group is gone afterwards.
+// their output, Kill and Close. The cases about termination check, from
+// /proc, that what they started is gone.
 //
 // An executor author calls it from a test:
 //
@@ -45,7 +45,19 @@ type env struct {
 	t   *testing.T
 	ctx context.Context
 	x   pluginapi.ShellExecutor
-	sh  Commands
+	// impl is the executor itself, behind x's gRPC connection; nil when the
+	// factory's executor is remote already.
+	impl pluginapi.ShellExecutor
+	sh   Commands
+}
+
+// both are the executor over the wire and, when the suite holds it, the
+// executor itself: for the checks an adapter could answer on its behalf.
+func (e *env) both() []pluginapi.ShellExecutor {
+	if e.impl == nil {
+		return []pluginapi.ShellExecutor{e.x}
+	}
+	return []pluginapi.ShellExecutor{e.x, e.impl}
 }
 
 type suiteCase struct {
@@ -70,9 +82,9 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
 			impl := factory(t)
-			x := impl
+			x, local := impl, pluginapi.ShellExecutor(nil)
 			if !opts.Remote {
-				x = Serve(t, impl)
+				x, local = Serve(t, impl), impl
 			} else {
 				t.Cleanup(func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -84,7 +96,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 			defer cancel()
-			c.run(&env{t: t, ctx: ctx, x: x, sh: sh})
+			c.run(&env{t: t, ctx: ctx, x: x, impl: local, sh: sh})
 		})
 	}
 }

@@ -28,6 +28,9 @@ var _ pluginapi.ShellProcess = (*process)(nil)
 
 // Start begins spec in the background and returns at once. The process runs
 // until it exits, Kill, Close, or ctx is done; spec.TimeoutMs does not apply.
+// It fails only for the caller's mistakes (a done ctx, an unresolved spec, a
+// closed executor): a process that cannot be spawned (an unusable workdir, a
+// missing shell) settles as killed, with the error on its stderr.
 func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", pluginapi.ErrAbortedBeforeStart, context.Cause(ctx))
@@ -35,12 +38,9 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	if err := e.checkResolved(spec); err != nil {
 		return nil, err
 	}
+	shell, spawnErr := e.shellPath()
 	if err := checkWorkdir(spec.Workdir); err != nil {
-		return nil, err
-	}
-	shell, err := e.shellPath()
-	if err != nil {
-		return nil, err
+		spawnErr = err
 	}
 
 	e.mu.Lock()
@@ -67,8 +67,11 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	// valid; a failure to make them leaves the path empty.
 	bp.stdout.spill.begin()
 	bp.stderr.spill.begin()
-	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-	bp.p, err = spawn(e.reaper, argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv), bp.stdout, bp.stderr)
+	err = spawnErr
+	if err == nil {
+		argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
+		bp.p, err = spawn(e.reaper, argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv), bp.stdout, bp.stderr)
+	}
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.
 		_, _ = bp.stderr.Write([]byte(err.Error() + "\n"))

@@ -47,7 +47,6 @@ type Executor struct {
 	// stops interrupt what is active when the executor closes.
 	stops map[int]func(error)
 	next  int
-	procs []*process
 }
 
 var (

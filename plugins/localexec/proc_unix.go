@@ -87,12 +87,12 @@ func spawn(r *reaper, argv []string, spec pluginapi.ExecSpec, env []string, stdo
 	}
 
 	p.began = time.Now()
-	r.mu.Lock()
+	r.t.mu.Lock()
 	err := cmd.Start()
 	if err == nil {
 		r.startedLocked(cmd.Process.Pid)
 	}
-	r.mu.Unlock()
+	r.t.mu.Unlock()
 	if err != nil {
 		p.closePipes()
 		if p.stdinW != nil {
@@ -190,6 +190,9 @@ func (p *proc) wait() *os.ProcessState {
 
 // exitFacts reads the exit code or the signal from a finished process.
 func exitFacts(st *os.ProcessState) (code *int, signal string) {
+	if st == nil {
+		return nil, "" // never waited for: nothing is known
+	}
 	ws, ok := st.Sys().(syscall.WaitStatus)
 	if ok && ws.Signaled() {
 		return nil, signalName(ws.Signal())

@@ -11,42 +11,73 @@ import (
 // ExecIDVar is the environment variable that tags every process a command
 // starts, and every process those start in turn: the executor finds the
 // descendants that left the command's process group (setsid, a double fork)
-// by it. It is set last, over the caller's env and dshEnv.
+// by it. It is set last, over the caller's env; Resolve refuses it in
+// dshEnv.
 const ExecIDVar = "DSH_EXEC_ID"
 
-// reaper keeps track of the shells the executor spawned, so that it can tell
-// them from the orphans that the kernel hands to the executor as their child
-// subreaper, and kill and reap those orphans.
-type reaper struct {
+// childTable is what this process knows of its children, shared by every
+// Executor in it: being a child subreaper is a property of the process.
+type childTable struct {
 	// mu is held while a shell is spawned and while orphans are scanned, so
-	// that a shell that exits at once is never mistaken for an orphan (and
-	// reaped under os/exec's feet).
-	mu     sync.Mutex
+	// that a shell that exits at once is never mistaken for an orphan.
+	mu sync.Mutex
+	// shells are the shells spawned and not yet waited for by os/exec.
 	shells map[int]bool
-
+	// adopted are orphans seen alive with a tag of this process: ours to
+	// reap. A child that is neither is left alone, whoever started it.
+	adopted map[int]bool
+	// prefix starts every tag this process gives.
 	prefix string
+	// claimAll says every child of this process is the executors': they
+	// are alone in it (a plugin), so an orphan that cleared its environment
+	// is theirs too, and is killed on Close.
+	claimAll atomic.Bool
+	// executors numbers the reapers.
+	executors atomic.Int64
+	subreaper sync.Once
+}
+
+// children is this process's childTable.
+var children = func() *childTable {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return &childTable{shells: map[int]bool{}, adopted: map[int]bool{}, prefix: hex.EncodeToString(b)}
+}()
+
+// reaper is one executor's view of the children: it tags the commands the
+// executor starts, and kills and reaps what they leave behind.
+type reaper struct {
+	t      *childTable
+	prefix string // this executor's tags start with it
 	next   atomic.Int64
 }
 
 func newReaper() *reaper {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	r := &reaper{shells: map[int]bool{}, prefix: hex.EncodeToString(b)}
-	r.becomeSubreaper()
-	return r
+	t := children
+	t.subreaper.Do(becomeSubreaper)
+	return &reaper{t: t, prefix: t.prefix + "-" + strconv.FormatInt(t.executors.Add(1), 10) + "-"}
 }
 
-// newTag returns a tag for one command, unique across executors.
+// newTag returns a tag for one command, unique in this process and, with
+// the random prefix, beyond it.
 func (r *reaper) newTag() string {
-	return r.prefix + "-" + strconv.FormatInt(r.next.Add(1), 10)
+	return r.prefix + strconv.FormatInt(r.next.Add(1), 10)
 }
 
-// started records a spawned shell; the caller holds mu.
-func (r *reaper) startedLocked(pid int) { r.shells[pid] = true }
+// startedLocked records a spawned shell; the caller holds r.t.mu.
+func (r *reaper) startedLocked(pid int) { r.t.shells[pid] = true }
 
 // reaped forgets a shell os/exec has waited for.
 func (r *reaper) reaped(pid int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.shells, pid)
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	delete(r.t.shells, pid)
 }
+
+// ClaimAllChildren tells localexec that its executors are alone in this
+// process, as in a plugin binary: every child the process has is one of
+// their commands or what those left behind. Close then kills even the
+// orphans it cannot tell by their tag (they cleared their environment), and
+// every exited orphan is reaped. Do not call it in a process that starts
+// children of its own.
+func ClaimAllChildren() { children.claimAll.Store(true) }

@@ -16,10 +16,16 @@ import (
 // handed to the executor in turn.
 const leftoverDeadline = 2 * time.Second
 
+// unsureWindow bounds how long the hunt waits on an orphan whose
+// environment cannot be read yet (it is between fork and exec): long enough
+// for an exec, short enough that a process whose environment stays
+// unreadable does not slow every run.
+const unsureWindow = 100 * time.Millisecond
+
 // becomeSubreaper makes this process the child subreaper of everything it
 // starts: a descendant whose parent dies is reparented here, not to init, so
-// it can be found. It is process-wide, and idempotent.
-func (r *reaper) becomeSubreaper() {
+// it can be found.
+func becomeSubreaper() {
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
@@ -35,11 +41,12 @@ const (
 // killLeftovers kills what a command left running after its shell exited:
 // the rest of its process group, then every orphan tagged with its tag (and
 // the process group each leads), round after round until none is left alive:
-// what a killed orphan leaves behind is handed to the executor in turn. It
-// reports how many processes it killed.
+// what a killed orphan leaves behind is handed to the executor in turn. A
+// process that cleared its environment cannot be told apart, and is spared.
+// It reports how many processes it killed.
 func (r *reaper) killLeftovers(pgid int, tag string) int {
-	return r.killMatching(pgid, func(pid int) verdict {
-		switch t, state := tagOf(pid); {
+	return r.killMatching(pgid, func(t string, state tagState) verdict {
+		switch {
 		case state == tagUnreadable:
 			return unsure
 		case state == tagPresent && t == tag:
@@ -49,32 +56,35 @@ func (r *reaper) killLeftovers(pgid int, tag string) int {
 	})
 }
 
-// killAll kills every orphan of this executor's commands, and every orphan
-// without a tag (one that cleared its environment): for Close.
+// killAll kills every orphan of this executor's commands still alive: for
+// Close.
 func (r *reaper) killAll() int {
-	return r.killMatching(0, func(pid int) verdict {
-		if t, state := tagOf(pid); state == tagPresent && !strings.HasPrefix(t, r.prefix+"-") {
-			return spare
+	claimAll := r.t.claimAll.Load()
+	return r.killMatching(0, func(t string, state tagState) verdict {
+		if state == tagPresent && strings.HasPrefix(t, r.prefix) || claimAll && state != tagPresent {
+			return kill
 		}
-		return kill
+		return spare
 	})
 }
 
 // killMatching kills process group pgid, then the orphans classify says to,
 // round after round until every one of them is dead and reaped (or
 // leftoverDeadline passed), and reports how many processes it killed.
-func (r *reaper) killMatching(pgid int, classify func(pid int) verdict) int {
+func (r *reaper) killMatching(pgid int, classify func(tag string, state tagState) verdict) int {
 	killed := map[int]bool{}
-	for _, pid := range killGroup(pgid) {
+	for _, pid := range r.killGroup(pgid) {
 		killed[pid] = true
 	}
 	if len(killed) == 0 && !r.mayHaveOrphans() {
 		return 0 // the common case, answered by one small read
 	}
-	deadline := time.Now().Add(leftoverDeadline)
+	began := time.Now()
 	for {
 		targets, unsureOf := r.orphans(classify)
-		if (len(targets) == 0 && unsureOf == 0) || time.Now().After(deadline) {
+		waited := time.Since(began)
+		done := len(targets) == 0 && (unsureOf == 0 || waited > unsureWindow) && r.reapedAll(killed)
+		if done || waited > leftoverDeadline {
 			return len(killed)
 		}
 		// A target may already be counted, and still alive: dying, or it
@@ -82,7 +92,7 @@ func (r *reaper) killMatching(pgid int, classify func(pid int) verdict) int {
 		// again, and the group it may lead now; count each process once.
 		for _, pid := range targets {
 			if pgidOf(pid) == pid {
-				for _, m := range killGroup(pid) {
+				for _, m := range r.killGroup(pid) {
 					killed[m] = true
 				}
 			}
@@ -94,32 +104,73 @@ func (r *reaper) killMatching(pgid int, classify func(pid int) verdict) int {
 	}
 }
 
-// killGroup SIGKILLs the live members of process group pgid and returns
-// them. pgid 0 is no group.
-func killGroup(pgid int) []int {
+// killGroup SIGKILLs the live members of process group pgid, a group of
+// this executor's, and returns them; they are adopted, to be reaped once
+// they are orphans here. pgid 0 is no group.
+func (r *reaper) killGroup(pgid int) []int {
 	if pgid <= 0 || unix.Kill(-pgid, 0) != nil {
 		return nil
 	}
 	members := groupMembers(pgid)
 	_ = unix.Kill(-pgid, unix.SIGKILL)
+	r.t.mu.Lock()
+	for _, pid := range members {
+		r.t.adopted[pid] = true
+	}
+	r.t.mu.Unlock()
 	return members
 }
 
-// orphans reaps the executor's children that are not its shells and have
-// exited, and sorts those still alive: the ones classify says to kill, and
-// how many it is unsure of.
-func (r *reaper) orphans(classify func(pid int) verdict) (targets []int, unsureOf int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, pid := range ownChildren() {
-		if r.shells[pid] {
+// reapedAll reaps those of killed that are children here and have exited, and
+// reports whether none of those children is left to reap. Killed processes
+// that are another's children are that parent's to reap.
+func (r *reaper) reapedAll(killed map[int]bool) bool {
+	t := r.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	all := true
+	for pid := range killed {
+		if !t.adopted[pid] {
 			continue
 		}
 		var ws unix.WaitStatus
-		if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
-			continue // it had exited: now reaped
+		switch got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); {
+		case got == pid || err != nil: // reaped now, or not a child here
+			delete(t.adopted, pid)
+		default:
+			all = false // still dying
 		}
-		switch classify(pid) {
+	}
+	return all
+}
+
+// orphans looks at this process's children that are not shells: it adopts
+// those alive with a tag of this process, reaps the adopted ones that have
+// exited, and sorts the live ones for classify: those to kill, and how many
+// it is unsure of. A child it never saw tagged is left alone, alive or
+// exited: another part of this process may be waiting for it.
+func (r *reaper) orphans(classify func(tag string, state tagState) verdict) (targets []int, unsureOf int) {
+	t := r.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, pid := range ownChildren() {
+		if t.shells[pid] {
+			continue
+		}
+		tag, state := tagOf(pid)
+		if state == tagPresent && strings.HasPrefix(tag, t.prefix+"-") || t.claimAll.Load() {
+			t.adopted[pid] = true
+		}
+		if t.adopted[pid] {
+			var ws unix.WaitStatus
+			if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
+				delete(t.adopted, pid)
+				continue // it had exited: now reaped
+			}
+		} else if state == tagUnreadable && isZombie(pid) {
+			continue // exited before it was seen: not known to be ours
+		}
+		switch classify(tag, state) {
 		case kill:
 			targets = append(targets, pid)
 		case unsure:
@@ -127,6 +178,12 @@ func (r *reaper) orphans(classify func(pid int) verdict) (targets []int, unsureO
 		}
 	}
 	return targets, unsureOf
+}
+
+// isZombie reports whether pid has exited and waits to be reaped.
+func isZombie(pid int) bool {
+	f := statFields(strconv.Itoa(pid))
+	return len(f) > 0 && f[0] == "Z"
 }
 
 // tagState says what reading a process's tag found.
@@ -163,10 +220,10 @@ func (r *reaper) mayHaveOrphans() bool {
 	if err != nil {
 		return true // cannot tell: look everywhere
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
 	for _, field := range strings.Fields(string(data)) {
-		if pid, err := strconv.Atoi(field); err == nil && !r.shells[pid] {
+		if pid, err := strconv.Atoi(field); err == nil && !r.t.shells[pid] {
 			return true
 		}
 	}

@@ -6,7 +6,7 @@ import "golang.org/x/sys/unix"
 
 // becomeSubreaper does nothing where there are no child subreapers: only
 // the command's process group is found and killed there.
-func (r *reaper) becomeSubreaper() {}
+func becomeSubreaper() {}
 
 // killLeftovers kills the rest of the command's process group. It cannot
 // count them here, and reports 0.

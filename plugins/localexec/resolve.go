@@ -107,6 +107,8 @@ func checkEnv(field string, env map[string]string, managed bool) error {
 			return invalid("%s value of %s contains a NUL byte", field, k)
 		case managed && !strings.HasPrefix(k, DshEnvPrefix):
 			return invalid("%s key %q is not a DSH_* key", field, k)
+		case k == ExecIDVar:
+			return invalid("%s key %s is the executor's own", field, k)
 		}
 	}
 	return nil
@@ -127,8 +129,8 @@ func (e *Executor) checkResolved(spec pluginapi.ExecSpec) error {
 		return bad(fmt.Sprintf("stdoutMaxBytes %d outside (0, %d]", spec.StdoutMaxBytes, lim.MaxOutputBytes))
 	case spec.StderrMaxBytes <= 0 || spec.StderrMaxBytes > lim.MaxOutputBytes:
 		return bad(fmt.Sprintf("stderrMaxBytes %d outside (0, %d]", spec.StderrMaxBytes, lim.MaxOutputBytes))
-	case spec.KillGraceMs <= 0:
-		return bad("killGraceMs is not set")
+	case spec.KillGraceMs <= 0 || spec.KillGraceMs > MaxKillGraceMs:
+		return bad(fmt.Sprintf("killGraceMs %d outside (0, %d]", spec.KillGraceMs, MaxKillGraceMs))
 	case !filepath.IsAbs(spec.Workdir):
 		return bad(fmt.Sprintf("workdir %q is not absolute", spec.Workdir))
 	case spec.SandboxMode != pluginapi.SandboxNone:

@@ -41,6 +41,10 @@ type Settings struct {
 	CredentialAllowlist []string `json:"credentialAllowlist,omitempty"`
 }
 
+// MaxKillGraceMs caps the grace between SIGTERM and SIGKILL: a process that
+// ignores SIGTERM must not hold a run, or Close, for long.
+const MaxKillGraceMs = 60_000
+
 // DefaultSettings are the design's: 120 s by default, 600 s at most, 30,000
 // bytes collected per stream (1 MiB at most), 2 s between SIGTERM and
 // SIGKILL, spill files of up to 1 GiB, credentials scrubbed.
@@ -62,7 +66,7 @@ const SettingsSchemaProperties = `{
     "maxTimeoutMs": {"type": "integer", "minimum": 1, "description": "longest timeout a command may ask for"},
     "defaultOutputBytes": {"type": "integer", "minimum": 1, "description": "output collected per stream by default"},
     "maxOutputBytes": {"type": "integer", "minimum": 1, "maximum": 1048576, "description": "most output a command may ask to collect per stream"},
-    "killGraceMs": {"type": "integer", "minimum": 1, "description": "time between SIGTERM and SIGKILL"},
+    "killGraceMs": {"type": "integer", "minimum": 1, "maximum": 60000, "description": "time between SIGTERM and SIGKILL"},
     "spillCapBytes": {"type": "integer", "minimum": 1, "description": "largest spill file per stream"},
     "spillDir": {"type": "string", "description": "directory for spill files (default: a private temporary one)"},
     "backgroundBufferBytes": {"type": "integer", "minimum": 1, "description": "unread output a background process keeps per stream"},
@@ -107,6 +111,8 @@ func (s Settings) check() error {
 		return bad("defaultTimeoutMs %d exceeds maxTimeoutMs %d", s.DefaultTimeoutMs, s.MaxTimeoutMs)
 	case s.DefaultOutputBytes > s.MaxOutputBytes:
 		return bad("defaultOutputBytes %d exceeds maxOutputBytes %d", s.DefaultOutputBytes, s.MaxOutputBytes)
+	case s.KillGraceMs > MaxKillGraceMs:
+		return bad("killGraceMs %d exceeds %d", s.KillGraceMs, MaxKillGraceMs)
 	case s.MaxOutputBytes > DefaultSettings.MaxOutputBytes:
 		return bad("maxOutputBytes %d exceeds %d, the most a result carries", s.MaxOutputBytes, DefaultSettings.MaxOutputBytes)
 	}

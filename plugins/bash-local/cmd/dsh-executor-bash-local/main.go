@@ -6,8 +6,10 @@ package main
 import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
 func main() {
+	localexec.ClaimAllChildren() // the executor is alone in this process
 	pluginapi.Serve(bashlocal.New())
 }
