@@ -110,6 +110,10 @@ func TestCloseStopsThePluginAndEverythingItStarted(t *testing.T) {
 	ctx := context.Background()
 	pluginPID := h.PluginPID()
 	pid := startSleep(t, h)
+	sockDir := envOf(t, pluginPID, "PLUGIN_UNIX_SOCKET_DIR")
+	if sockDir == "" {
+		t.Fatal("the plugin was given no socket directory")
+	}
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +122,9 @@ func TestCloseStopsThePluginAndEverythingItStarted(t *testing.T) {
 	}
 	requireGone(t, pid)
 	requireGone(t, pluginPID)
+	if _, err := os.Stat(sockDir); !os.IsNotExist(err) {
+		t.Errorf("the plugin's socket directory %s outlived Close: %v", sockDir, err)
+	}
 	if _, err := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "true"}); !errors.Is(err, pluginapi.ErrPluginUnavailable) {
 		t.Errorf("a call after Close: %v, want ErrPluginUnavailable", err)
 	}
@@ -238,6 +245,21 @@ func TestAPluginOutlivesNoHost(t *testing.T) {
 	for _, c := range children {
 		requireGone(t, c)
 	}
+}
+
+// envOf reads the variable name from pid's environment.
+func envOf(t *testing.T, pid int, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(data), "\x00") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // childrenOf lists the direct children of pid (of all its threads), from

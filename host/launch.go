@@ -59,9 +59,10 @@ var ErrLaunch = errors.New("host: launching executor")
 
 // Host is a mounted executor plugin.
 type Host struct {
-	client *plugin.Client
-	shell  pluginapi.ShellExecutor
-	desc   pluginapi.Description
+	client  *plugin.Client
+	shell   pluginapi.ShellExecutor
+	desc    pluginapi.Description
+	sockDir string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -87,8 +88,15 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 	if len(ex.Checksum) > 0 {
 		secure = &plugin.SecureConfig{Checksum: ex.Checksum, Hash: sha256.New()}
 	}
+	// The plugin makes its socket in a directory of ours, so that Close can
+	// remove it however the plugin ended.
+	sockDir, err := os.MkdirTemp("", "dsh-host-")
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)
+	}
 	cmd := exec.Command(ex.Path, ex.Args...)
 	cmd.SysProcAttr = pluginProcAttr()
+	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + sockDir}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
@@ -101,6 +109,7 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 	})
 	fail := func(err error) (*Host, error) {
 		client.Kill()
+		_ = os.RemoveAll(sockDir)
 		return nil, fmt.Errorf("%w %s (%s): %w", ErrLaunch, ex.Name, ex.Path, err)
 	}
 	rpc, err := client.Client()
@@ -136,7 +145,7 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 			return fail(fmt.Errorf("settings: %w", err))
 		}
 	}
-	return &Host{client: client, shell: shell, desc: desc}, nil
+	return &Host{client: client, shell: shell, desc: desc, sockDir: sockDir}, nil
 }
 
 // Shell is the mounted executor.
@@ -166,6 +175,9 @@ func (h *Host) Close(ctx context.Context) error {
 			}
 		}
 		h.client.Kill()
+		if err := os.RemoveAll(h.sockDir); err != nil && h.closeErr == nil {
+			h.closeErr = fmt.Errorf("host: removing the plugin's socket directory: %w", err)
+		}
 	})
 	return h.closeErr
 }

@@ -66,6 +66,9 @@ func (p *ShellPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn
 // parentPollInterval is how often a plugin checks that its host is alive.
 const parentPollInterval = 200 * time.Millisecond
 
+// hostGoneReason is why a plugin whose host died stops.
+const hostGoneReason = "host process is gone"
+
 // closeTimeout bounds the Close a plugin runs on its executor when it stops.
 const closeTimeout = 30 * time.Second
 
@@ -106,7 +109,7 @@ func Serve(impl ShellExecutor) {
 		}
 	}()
 	go func() {
-		why := "host process is gone"
+		why := hostGoneReason
 		select {
 		case <-hostGone:
 		case <-terminate:
@@ -119,6 +122,9 @@ func Serve(impl ShellExecutor) {
 		err := impl.Close(ctx)
 		cancel()
 		logger.Warn(why+"; terminated every process", "error", err)
+		if dir := os.Getenv(plugin.EnvUnixSocketDir); dir != "" && why == hostGoneReason {
+			_ = os.RemoveAll(dir) // the host made it, and cannot remove it now
+		}
 		os.Exit(1)
 	}()
 
