@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
+	"github.com/dsh-host/dsh-host/registry"
 )
 
 // pluginBin is the bash-local plugin binary, built once for these tests.
@@ -280,4 +281,46 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return out
+}
+
+// pluginsRunning lists this test process's children that run the plugin
+// binary.
+func pluginsRunning() []int {
+	var out []int
+	for _, pid := range childrenOf(os.Getpid()) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == pluginBin {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func TestMountRefusesTwoShellsAndLeavesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ex := host.Executor{Name: "bash-local", Path: pluginBin}
+	_, err := host.Mount(ctx, []host.Executor{ex, ex}, host.Options{})
+	if !errors.Is(err, registry.ErrDuplicateService) {
+		t.Fatalf("Mount of two shells: %v, want ErrDuplicateService", err)
+	}
+	if !strings.Contains(err.Error(), `"shell"`) || strings.Count(err.Error(), "bash-local") < 2 {
+		t.Errorf("error %q does not name the service and both providers", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(pluginsRunning()) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("plugins %v still run after the refused mount", pluginsRunning())
+		}
+	}
+}
+
+func TestMountOneShell(t *testing.T) {
+	ctx := context.Background()
+	m, err := host.Mount(ctx, []host.Executor{{Name: "bash-local", Path: pluginBin}}, host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	if got := m.Shell().Description().Name; got != "bash-local" {
+		t.Errorf("shell is %q", got)
+	}
 }

@@ -131,3 +131,16 @@ func TestRunUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// Two executors that both provide the shell are refused by the registry,
+// with both named, and no plugin is left running (scenario checks /proc).
+func TestRunRefusesTwoShells(t *testing.T) {
+	tag := scenario(t)
+	r := dsh(t, tag, "run", "--executor", "bash-local", "--executor", bins.plugin, "--", "true")
+	if r.code == 0 {
+		t.Fatalf("exit 0; want a refusal")
+	}
+	if !strings.Contains(r.stderr, "already provided") || !strings.Contains(r.stderr, bins.plugin) || !strings.Contains(r.stderr, bins.host) {
+		t.Errorf("stderr does not give the registry's error naming both providers:\n%s", r.stderr)
+	}
+}

@@ -36,7 +36,8 @@ const closeTimeout = 15 * time.Second
 func runCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	executor := fs.String("executor", defaultExecutor, "built-in executor name or plugin binary path")
+	var executors executorList
+	fs.Var(&executors, "executor", "built-in executor name or plugin binary path (repeatable; exactly one may provide the shell)")
 	timeout := fs.Duration("timeout", 0, "foreground timeout (default: the executor's, 120s)")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
@@ -58,17 +59,24 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "dsh-host run: --timeout %s is not a positive duration of at least 1ms\n", *timeout)
 		return exitUsage
 	}
-	ex, err := resolveExecutor(*executor)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", err)
-		return exitUsage
+	if len(executors) == 0 {
+		executors = executorList{defaultExecutor}
+	}
+	var execs []host.Executor
+	for _, name := range executors {
+		ex, err := resolveExecutor(name)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", err)
+			return exitUsage
+		}
+		execs = append(execs, ex)
 	}
 
 	// SIGINT and SIGTERM abort the command; the result still settles.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	opts := host.Options{Executor: ex, Logger: cliLogger()}
+	opts := host.Options{Logger: cliLogger()}
 	if *spillDir != "" {
 		abs, err := filepath.Abs(*spillDir)
 		if err == nil {
@@ -80,15 +88,16 @@ func runCmd(args []string) int {
 		}
 		opts.Settings, _ = json.Marshal(map[string]string{"spillDir": abs})
 	}
-	h, err := host.Launch(ctx, opts)
+	m, err := host.Mount(ctx, execs, opts)
 	if err != nil {
 		return cannot(err)
 	}
+	h := m.Shell()
 	var runErr error
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		if err := h.Close(cctx); err != nil && runErr == nil {
+		if err := m.Close(cctx); err != nil && runErr == nil {
 			fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", cliError(err))
 		}
 	}()
@@ -125,6 +134,12 @@ func runCmd(args []string) int {
 	}
 	return exitStatus(res)
 }
+
+// executorList collects repeated --executor flags.
+type executorList []string
+
+func (l *executorList) String() string     { return strings.Join(*l, ",") }
+func (l *executorList) Set(v string) error { *l = append(*l, v); return nil }
 
 // resolveExecutor reads --executor: a built-in name, or a path to a plugin
 // binary.
@@ -228,7 +243,7 @@ func cannot(err error) int {
 // cliError drops the package prefixes that mean nothing to a person.
 func cliError(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"pluginapi: ", "host: "} {
+	for _, p := range []string{"pluginapi: ", "host: ", "registry: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
 	return msg
