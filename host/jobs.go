@@ -1,0 +1,310 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// ErrUnknownJob: no job of that id belongs to the caller (never was, was
+// forgotten after retention, or is another owner's).
+var ErrUnknownJob = errors.New("host: unknown job")
+
+// ErrJobsClosed: the jobs runtime was closed.
+var ErrJobsClosed = errors.New("host: jobs closed")
+
+// JobID names a background job within a host.
+type JobID string
+
+// JobState is where a job is in its life. The zero value is unset.
+type JobState int
+
+// The job states.
+const (
+	JobRunning JobState = iota + 1
+	JobExited           // it ended by itself: an exit code, or a signal it did not get from us
+	JobKilled           // Kill, the owner's cancellation, a reload or teardown ended it
+)
+
+func (s JobState) String() string {
+	switch s {
+	case JobRunning:
+		return "running"
+	case JobExited:
+		return "exited"
+	case JobKilled:
+		return "killed"
+	}
+	return "unset"
+}
+
+// JobInfo is what a job's owner may know of it.
+type JobInfo struct {
+	ID      JobID
+	Owner   string
+	Command string
+	// Generation is the executor generation that runs (ran) the job.
+	Generation int
+	State      JobState
+	// Exit holds the exit facts once the job has finished.
+	Exit      pluginapi.ProcessExit
+	StartedAt time.Time
+	EndedAt   time.Time
+}
+
+// Notice tells a job's owner that the job finished.
+type Notice struct {
+	Job JobInfo
+}
+
+// ShellSource gives the executor that new jobs start on, and its generation.
+type ShellSource func() (pluginapi.ShellExecutor, int)
+
+// Jobs is the jobs runtime (ctx.jobs): background processes as jobs with
+// an id and an owner, incremental output, kill, completion notices for the
+// owner, and a bounded memory of finished jobs. It is safe for concurrent
+// use.
+type Jobs struct {
+	source ShellSource
+	retain int
+
+	mu       sync.Mutex
+	closed   bool
+	next     int
+	jobs     map[JobID]*job
+	finished []JobID // oldest first, for retention
+	notices  map[string][]Notice
+	running  sync.WaitGroup
+}
+
+// job is one job's state; mu guards the mutable parts.
+type job struct {
+	info JobInfo
+	proc pluginapi.ShellProcess
+	done chan struct{}
+	// tail is the output not yet read when the job finished: it stays
+	// readable after the process (and its executor) are gone.
+	tail *pluginapi.OutputRead
+}
+
+// DefaultJobRetention is how many finished jobs a Jobs remembers.
+const DefaultJobRetention = 100
+
+// NewJobs returns a jobs runtime starting jobs on source's executor,
+// remembering up to retain finished jobs (DefaultJobRetention when 0).
+func NewJobs(source ShellSource, retain int) *Jobs {
+	if retain <= 0 {
+		retain = DefaultJobRetention
+	}
+	return &Jobs{source: source, retain: retain, jobs: map[JobID]*job{}, notices: map[string][]Notice{}}
+}
+
+// finalReadTimeout bounds the read of a finished job's last output.
+const finalReadTimeout = 10 * time.Second
+
+// Start resolves req and starts it as a job of owner's. It returns at once.
+func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecRequest) (JobInfo, error) {
+	shell, gen := j.source()
+	spec, err := shell.Resolve(ctx, req)
+	if err != nil {
+		return JobInfo{}, err
+	}
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return JobInfo{}, ErrJobsClosed
+	}
+	j.next++
+	id := JobID("job-" + strconv.Itoa(j.next))
+	j.running.Add(1)
+	j.mu.Unlock()
+
+	// The process lives as long as the job, not as long as this call.
+	proc, err := shell.Start(context.WithoutCancel(ctx), spec)
+	if err != nil {
+		j.running.Done()
+		return JobInfo{}, err
+	}
+	jb := &job{
+		info: JobInfo{ID: id, Owner: owner, Command: req.Command, Generation: gen, State: JobRunning, StartedAt: time.Now()},
+		proc: proc,
+		done: make(chan struct{}),
+	}
+	j.mu.Lock()
+	j.jobs[id] = jb
+	info := jb.info
+	j.mu.Unlock()
+	go j.watch(jb)
+	return info, nil
+}
+
+// watch settles a job when its process finishes: its exit facts, its last
+// output, a notice for its owner.
+func (j *Jobs) watch(jb *job) {
+	defer j.running.Done()
+	exit, _ := jb.proc.Wait(context.Background()) // Wait fails only for its ctx
+	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
+	tail, err := jb.proc.ReadOutput(rctx)
+	cancel()
+	if err != nil {
+		tail = pluginapi.OutputRead{Delta: "", Lossy: true}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	jb.info.Exit = exit
+	jb.info.EndedAt = time.Now()
+	jb.info.State = JobExited
+	if exit.Killed {
+		jb.info.State = JobKilled
+	}
+	jb.tail = &tail
+	close(jb.done)
+	j.notices[jb.info.Owner] = append(j.notices[jb.info.Owner], Notice{Job: jb.info})
+	j.finished = append(j.finished, jb.info.ID)
+	for len(j.finished) > j.retain {
+		delete(j.jobs, j.finished[0])
+		j.finished = j.finished[1:]
+	}
+}
+
+// lookup finds owner's job id.
+func (j *Jobs) lookup(owner string, id JobID) (*job, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	jb, ok := j.jobs[id]
+	if !ok || jb.info.Owner != owner {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownJob, id)
+	}
+	return jb, nil
+}
+
+// Output returns what the job wrote since the owner last read it, and the
+// job as it is now. A finished job's last output stays readable, once.
+func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.OutputRead, JobInfo, error) {
+	jb, err := j.lookup(owner, id)
+	if err != nil {
+		return pluginapi.OutputRead{}, JobInfo{}, err
+	}
+	j.mu.Lock()
+	if jb.tail != nil {
+		r, info := *jb.tail, jb.info
+		jb.tail.Delta, jb.tail.Lossy = "", false
+		j.mu.Unlock()
+		return r, info, nil
+	}
+	j.mu.Unlock()
+	r, err := jb.proc.ReadOutput(ctx)
+	if err != nil {
+		return pluginapi.OutputRead{}, JobInfo{}, err
+	}
+	return r, j.info(jb), nil
+}
+
+// Wait blocks until the job has finished or ctx is done, and returns it.
+func (j *Jobs) Wait(ctx context.Context, owner string, id JobID) (JobInfo, error) {
+	jb, err := j.lookup(owner, id)
+	if err != nil {
+		return JobInfo{}, err
+	}
+	select {
+	case <-jb.done:
+		return j.info(jb), nil
+	case <-ctx.Done():
+		return JobInfo{}, ctx.Err()
+	}
+}
+
+// Kill ends the job and waits until it has finished. It reports false when
+// the job had already finished.
+func (j *Jobs) Kill(ctx context.Context, owner string, id JobID) (bool, error) {
+	jb, err := j.lookup(owner, id)
+	if err != nil {
+		return false, err
+	}
+	select {
+	case <-jb.done:
+		return false, nil
+	default:
+	}
+	killed, err := jb.proc.Kill(ctx)
+	if err != nil {
+		return false, err
+	}
+	select {
+	case <-jb.done:
+	case <-ctx.Done():
+		return killed, ctx.Err()
+	}
+	return killed, nil
+}
+
+// List returns owner's jobs, oldest first.
+func (j *Jobs) List(owner string) []JobInfo {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []JobInfo
+	for _, jb := range j.jobs {
+		if jb.info.Owner == owner {
+			out = append(out, jb.info)
+		}
+	}
+	sortJobs(out)
+	return out
+}
+
+// Notices returns and forgets the completion notices queued for owner.
+func (j *Jobs) Notices(owner string) []Notice {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := j.notices[owner]
+	delete(j.notices, owner)
+	return n
+}
+
+func (j *Jobs) info(jb *job) JobInfo {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return jb.info
+}
+
+// Close kills every running job and waits until all have finished (and
+// their last output is kept), or ctx is done. Safe to call twice.
+func (j *Jobs) Close(ctx context.Context) error {
+	j.mu.Lock()
+	j.closed = true
+	var running []*job
+	for _, jb := range j.jobs {
+		if jb.info.State == JobRunning {
+			running = append(running, jb)
+		}
+	}
+	j.mu.Unlock()
+	for _, jb := range running {
+		_, _ = jb.proc.Kill(ctx)
+	}
+	done := make(chan struct{})
+	go func() { j.running.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("host: closing jobs: %w", ctx.Err())
+	}
+}
+
+// sortJobs orders jobs by start, then id.
+func sortJobs(jobs []JobInfo) {
+	slices.SortFunc(jobs, func(a, b JobInfo) int {
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.ID), string(b.ID))
+	})
+}

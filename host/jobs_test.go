@@ -1,0 +1,161 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// jobsOn returns a jobs runtime over a freshly launched plugin, closed (jobs
+// first) when the test ends.
+func jobsOn(t *testing.T, retain int) (*host.Jobs, *host.Host) {
+	t.Helper()
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int) { return h.Shell(), 1 }, retain)
+	t.Cleanup(func() { _ = jobs.Close(context.Background()) })
+	return jobs, h
+}
+
+func TestJobOutputArrivesOnceAndItsEndIsNoticed(t *testing.T) {
+	jobs, _ := jobsOn(t, 0)
+	ctx := context.Background()
+	info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "for i in 1 2 3 4 5; do echo $i; sleep 0.2; done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State != host.JobRunning || info.Owner != "alice" || info.Generation != 1 {
+		t.Errorf("started job %+v", info)
+	}
+	var got strings.Builder
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		r, now, err := jobs.Output(ctx, "alice", info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(r.Delta)
+		if now.State != host.JobRunning && r.Delta == "" {
+			break
+		}
+	}
+	if got.String() != "1\n2\n3\n4\n5\n" {
+		t.Errorf("output %q, want each line once", got.String())
+	}
+	done, err := jobs.Wait(ctx, "alice", info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != host.JobExited || done.Exit.ExitCode == nil || *done.Exit.ExitCode != 0 {
+		t.Errorf("finished job %+v", done)
+	}
+	notices := jobs.Notices("alice")
+	if len(notices) != 1 || notices[0].Job.ID != info.ID || notices[0].Job.State != host.JobExited {
+		t.Errorf("notices %+v, want the one job's end", notices)
+	}
+	if again := jobs.Notices("alice"); len(again) != 0 {
+		t.Errorf("notices were not forgotten once taken: %+v", again)
+	}
+	if _, _, err := jobs.Output(ctx, "bob", info.ID); !errors.Is(err, host.ErrUnknownJob) {
+		t.Errorf("another owner read the job: %v", err)
+	}
+	if list := jobs.List("bob"); len(list) != 0 {
+		t.Errorf("bob sees alice's jobs: %+v", list)
+	}
+}
+
+func TestJobKill(t *testing.T) {
+	jobs, _ := jobsOn(t, 0)
+	ctx := context.Background()
+	info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "echo $$; exec sleep 1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		r, _, err := jobs.Output(ctx, "alice", info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Sscan(r.Delta, &pid)
+	}
+	if killed, err := jobs.Kill(ctx, "alice", info.ID); err != nil || !killed {
+		t.Fatalf("Kill: %v %v", killed, err)
+	}
+	requireGone(t, pid)
+	done, err := jobs.Wait(ctx, "alice", info.ID)
+	if err != nil || done.State != host.JobKilled {
+		t.Errorf("after Kill: %+v %v, want killed", done, err)
+	}
+	if killed, err := jobs.Kill(ctx, "alice", info.ID); err != nil || killed {
+		t.Errorf("a second Kill: %v %v, want false", killed, err)
+	}
+}
+
+func TestFinishedJobsAreRememberedBoundedly(t *testing.T) {
+	jobs, _ := jobsOn(t, 2)
+	ctx := context.Background()
+	var ids []host.JobID
+	for i := range 4 {
+		info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: fmt.Sprintf("echo %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jobs.Wait(ctx, "alice", info.ID); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+	}
+	list := jobs.List("alice")
+	if len(list) != 2 || list[0].ID != ids[2] || list[1].ID != ids[3] {
+		t.Errorf("remembered %+v, want the last two", list)
+	}
+	if _, _, err := jobs.Output(ctx, "alice", ids[0]); !errors.Is(err, host.ErrUnknownJob) {
+		t.Errorf("a forgotten job: %v, want ErrUnknownJob", err)
+	}
+}
+
+func TestAFinishedJobsOutputOutlivesItsExecutor(t *testing.T) {
+	jobs, h := jobsOn(t, 0)
+	ctx := context.Background()
+	info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "echo last words"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.Wait(ctx, "alice", info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := jobs.Output(ctx, "alice", info.ID)
+	if err != nil || r.Delta != "last words\n" {
+		t.Errorf("output after the executor closed: %q %v", r.Delta, err)
+	}
+	if r, _, _ := jobs.Output(ctx, "alice", info.ID); r.Delta != "" {
+		t.Errorf("the last output came twice: %q", r.Delta)
+	}
+}
+
+func TestJobsCloseKillsAndJoins(t *testing.T) {
+	jobs, _ := jobsOn(t, 0)
+	ctx := context.Background()
+	info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "sleep 1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done, err := jobs.Wait(ctx, "alice", info.ID)
+	if err != nil || done.State != host.JobKilled {
+		t.Errorf("after Close: %+v %v, want killed", done, err)
+	}
+	if _, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "true"}); !errors.Is(err, host.ErrJobsClosed) {
+		t.Errorf("Start after Close: %v, want ErrJobsClosed", err)
+	}
+}
