@@ -92,6 +92,8 @@ type job struct {
 	// tail is the output not yet read when the job finished: it stays
 	// readable after the process (and its executor) are gone.
 	tail *pluginapi.OutputRead
+	// killReason, when set, says why the runtime killed the job (a reload).
+	killReason string
 }
 
 // DefaultJobRetention is how many finished jobs a Jobs remembers.
@@ -158,6 +160,9 @@ func (j *Jobs) watch(jb *job) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if exit.Killed && jb.killReason != "" {
+		exit.KillReason = jb.killReason
+	}
 	jb.info.Exit = exit
 	jb.info.EndedAt = time.Now()
 	jb.info.State = JobExited
@@ -272,6 +277,32 @@ func (j *Jobs) info(jb *job) JobInfo {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return jb.info
+}
+
+// killGeneration kills the running jobs of executor generation gen, for
+// reason, and waits until they have finished and their last output is kept.
+func (j *Jobs) killGeneration(ctx context.Context, gen int, reason string) error {
+	j.mu.Lock()
+	var running []*job
+	for _, jb := range j.jobs {
+		if jb.info.Generation == gen && jb.info.State == JobRunning {
+			jb.killReason = reason
+			running = append(running, jb)
+		}
+	}
+	j.mu.Unlock()
+	var errs []error
+	for _, jb := range running {
+		if _, err := jb.proc.Kill(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		select {
+		case <-jb.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close kills every running job and waits until all have finished (and

@@ -1,0 +1,184 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// runtimeOn starts a runtime over the plugin binary at path, closed when the
+// test ends.
+func runtimeOn(t *testing.T, path string, drain time.Duration) *host.Runtime {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := host.StartRuntime(ctx, host.RuntimeOptions{
+		Options:    host.Options{Executor: host.Executor{Name: "bash-local", Path: path}},
+		DrainGrace: drain,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+// runOut runs command through r's shell and returns its stdout.
+func runOut(t *testing.T, r *host.Runtime, command string) string {
+	t.Helper()
+	res, err := pluginapi.RunRequest(context.Background(), r.Shell(), pluginapi.ExecRequest{Command: command}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Stdout.Text
+}
+
+func TestReloadKillsTheOldJobsAndServesFromTheNewPlugin(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	ctx := context.Background()
+	_, oldPID := r.Generation()
+	job, err := r.Jobs().Start(ctx, "alice", pluginapi.ExecRequest{Command: "setsid sleep 1001 & echo $!; echo $$; exec sleep 1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(out.String(), "\n") < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		d, _, err := r.Jobs().Output(ctx, "alice", job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString(d.Delta)
+	}
+	var escaped, shell int
+	if _, err := fmt.Sscan(out.String(), &escaped, &shell); err != nil {
+		t.Fatalf("the job did not print its pids: %q", out.String())
+	}
+
+	if err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, shell)
+	requireGone(t, escaped)
+	requireGone(t, oldPID)
+	done, err := r.Jobs().Wait(ctx, "alice", job.ID)
+	if err != nil || done.State != host.JobKilled || done.Exit.KillReason != host.ErrReloaded.Error() || done.Generation != 1 {
+		t.Errorf("the old job reads %+v %v, want killed by the reload", done, err)
+	}
+	gen, newPID := r.Generation()
+	if gen != 2 || newPID == oldPID || newPID == 0 {
+		t.Errorf("generation %d, plugin %d (old %d): want a new plugin", gen, newPID, oldPID)
+	}
+	if got := strings.TrimSpace(runOut(t, r, "echo $PPID")); got != fmt.Sprint(newPID) {
+		t.Errorf("the next command ran under %s, want the new plugin %d", got, newPID)
+	}
+}
+
+func TestAReloadThatFailsKeepsTheOldExecutor(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dsh-executor-bash-local")
+	data, err := os.ReadFile(pluginBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runtimeOn(t, bin, 0)
+	_, pid := r.Generation()
+	// Replace the binary the way a build does, by rename, with one that
+	// exits at once.
+	broken := filepath.Join(dir, "broken")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho 'not today' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(broken, bin); err != nil {
+		t.Fatal(err)
+	}
+	err = r.Reload(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "old executor stays") {
+		t.Fatalf("Reload to a binary that exits: %v, want an error saying the old one stays", err)
+	}
+	if gen, now := r.Generation(); gen != 1 || now != pid {
+		t.Errorf("generation %d plugin %d, want the old 1 and %d", gen, now, pid)
+	}
+	if got := runOut(t, r, "echo still here"); got != "still here\n" {
+		t.Errorf("the old executor answered %q", got)
+	}
+}
+
+func TestAForegroundRunOnTheOldExecutorIsAbortedAfterTheDrainGrace(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 300*time.Millisecond)
+	ctx := context.Background()
+	result := make(chan pluginapi.RunResult, 1)
+	go func() {
+		res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "sleep 30"}, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		result <- res
+	}()
+	time.Sleep(300 * time.Millisecond) // let it start on the first generation
+	if err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-result:
+		if !res.Aborted || res.AbortReason != host.ErrReloaded.Error() {
+			t.Errorf("result %+v, want aborted by the reload", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run on the old executor never settled")
+	}
+}
+
+func TestReloadUnderLoadFailsNoCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 s of load")
+	}
+	r := runtimeOn(t, pluginBin, 0)
+	ctx := context.Background()
+	var calls, failed atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond) // 50 runs a second
+	defer tick.Stop()
+	var reloads atomic.Int64
+	var reloader sync.WaitGroup
+	reloader.Go(func() {
+		every := time.NewTicker(500 * time.Millisecond)
+		defer every.Stop()
+		for time.Now().Before(stop) {
+			<-every.C
+			if err := r.Reload(ctx); err != nil {
+				t.Errorf("reload: %v", err)
+			}
+			reloads.Add(1)
+		}
+	})
+	for time.Now().Before(stop) {
+		<-tick.C
+		wg.Go(func() {
+			calls.Add(1)
+			res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "echo ok"}, nil)
+			if err != nil || res.Stdout.Text != "ok\n" || res.ExitCode == nil || *res.ExitCode != 0 {
+				failed.Add(1)
+				t.Errorf("call failed: %+v %v", res, err)
+			}
+		})
+	}
+	wg.Wait()
+	reloader.Wait()
+	if failed.Load() != 0 || calls.Load() < 400 || reloads.Load() < 15 {
+		t.Errorf("%d of %d calls failed, %d reloads", failed.Load(), calls.Load(), reloads.Load())
+	}
+	t.Logf("%d calls, %d reloads", calls.Load(), reloads.Load())
+}
