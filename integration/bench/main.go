@@ -116,6 +116,8 @@ func run(bin string, n, warmup int, breakdown bool) error {
 		func() ([]figure, error) { return concurrent(ctx, shell, 64) },
 		func() ([]figure, error) { return spillThroughput(ctx, h, spillDir) },
 		func() ([]figure, error) { return backgroundThroughput(ctx, shell) },
+		func() ([]figure, error) { return coldStart(ctx, bin, 20) },
+		func() ([]figure, error) { return hotReload(ctx, bin, 10) },
 	}
 	if breakdown {
 		steps = append(steps, func() ([]figure, error) { return parts(ctx, shell, n, warmup) })
