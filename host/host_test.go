@@ -324,3 +324,25 @@ func TestMountOneShell(t *testing.T) {
 		t.Errorf("shell is %q", got)
 	}
 }
+
+func TestSpillFilesGoWithTheHostEvenWhenThePluginDied(t *testing.T) {
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	ctx := context.Background()
+	res, err := pluginapi.RunRequest(ctx, h.Shell(), pluginapi.ExecRequest{Command: "head -c 100000 /dev/zero"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spill := res.Stdout.SpillPath
+	if _, err := os.Stat(spill); err != nil {
+		t.Fatalf("spill file %q: %v", spill, err)
+	}
+	pid := h.PluginPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, pid)
+	_ = h.Close(ctx)
+	if _, err := os.Stat(spill); !os.IsNotExist(err) {
+		t.Errorf("the spill file %s outlived the host: %v", spill, err)
+	}
+}

@@ -2,11 +2,14 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +19,17 @@ import (
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
+
+// execIDPrefixVar is localexec's ExecIDPrefixVar: the prefix of the tags the
+// executor gives what it starts.
+const execIDPrefixVar = "DSH_EXEC_ID_PREFIX"
+
+// randomPrefix is a fresh tag prefix for one plugin.
+func randomPrefix() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 // ServeArgs are the arguments a dsh-host binary takes to serve one of its
 // built-in executors as a plugin: `dsh-host plugin serve NAME`.
@@ -52,6 +66,11 @@ type Options struct {
 	// Settings is the executor's settings section (the "shell" namespace)
 	// as JSON, handed to it with Configure before the first command.
 	Settings []byte
+	// SpillDir, when set, is where an executor that takes a spillDir
+	// setting keeps its spill files, unless Settings name one: a directory
+	// of the host's, so that the files outlive a plugin that dies, and go
+	// when the host removes it.
+	SpillDir string
 }
 
 // ErrLaunch wraps every failure to start or check a plugin.
@@ -63,6 +82,8 @@ type Host struct {
 	shell   pluginapi.ShellExecutor
 	desc    pluginapi.Description
 	sockDir string
+	// tagPrefix starts the tags of everything the plugin starts.
+	tagPrefix string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -96,7 +117,10 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 	}
 	cmd := exec.Command(ex.Path, ex.Args...)
 	cmd.SysProcAttr = pluginProcAttr()
-	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + sockDir}
+	// The executor tags what it starts with a prefix of ours, so that what
+	// a dead plugin left can still be found.
+	tagPrefix := randomPrefix()
+	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + sockDir, execIDPrefixVar + "=" + tagPrefix}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
@@ -136,16 +160,29 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 		return fail(fmt.Errorf("executor %s registers settings namespace %q, not %q",
 			desc.Name, desc.SettingsNamespace, pluginapi.SettingsNamespace))
 	}
-	if len(opts.Settings) > 0 {
+	spillDir := opts.SpillDir
+	if spillDir == "" {
+		// The host's own directory: removed on Close, even after the plugin
+		// died without removing a directory of its own.
+		spillDir = filepath.Join(sockDir, "spill")
+		if err := os.Mkdir(spillDir, 0o700); err != nil {
+			return fail(err)
+		}
+	}
+	settings, err := withSpillDir(opts.Settings, desc, spillDir)
+	if err != nil {
+		return fail(err)
+	}
+	if len(settings) > 0 {
 		c, ok := shell.(pluginapi.Configurable)
 		if !ok {
 			return fail(fmt.Errorf("executor %s cannot be configured", desc.Name))
 		}
-		if err := c.Configure(ctx, opts.Settings); err != nil {
+		if err := c.Configure(ctx, settings); err != nil {
 			return fail(fmt.Errorf("settings: %w", err))
 		}
 	}
-	return &Host{client: client, shell: shell, desc: desc, sockDir: sockDir}, nil
+	return &Host{client: client, shell: shell, desc: desc, sockDir: sockDir, tagPrefix: tagPrefix}, nil
 }
 
 // Shell is the mounted executor.
@@ -165,6 +202,13 @@ func (h *Host) PluginPID() int {
 	return 0
 }
 
+// KillLeftovers kills whatever the plugin started that is still alive: after
+// the plugin died, what it could not terminate itself. It reports how many.
+func (h *Host) KillLeftovers() int { return killTagged(h.tagPrefix) }
+
+// Exited reports whether the plugin process has exited.
+func (h *Host) Exited() bool { return h.client.Exited() }
+
 // Close terminates and joins every process the executor still runs, then
 // stops the plugin (gracefully, then by force). Safe to call twice.
 func (h *Host) Close(ctx context.Context) error {
@@ -175,6 +219,7 @@ func (h *Host) Close(ctx context.Context) error {
 			}
 		}
 		h.client.Kill()
+		h.KillLeftovers()
 		if err := os.RemoveAll(h.sockDir); err != nil && h.closeErr == nil {
 			h.closeErr = fmt.Errorf("host: removing the plugin's socket directory: %w", err)
 		}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -41,10 +44,13 @@ type Runtime struct {
 	jobs  *Jobs
 	shell *routedShell
 
-	reload sync.Mutex // one reload at a time
-	mu     sync.Mutex
-	cur    *generation
-	closed bool
+	reload   sync.Mutex // one reload (or restart) at a time
+	mu       sync.Mutex
+	cur      *generation
+	closed   bool
+	stopping chan struct{} // closed when Close begins
+	watchers sync.WaitGroup
+	spillDir string // the runtime's own, removed on Close
 }
 
 // generation is one launch of the executor and the foreground runs on it.
@@ -56,23 +62,46 @@ type generation struct {
 	runs  map[int]context.CancelCauseFunc
 	next  int
 	drain sync.WaitGroup
+
+	// retired is closed when the runtime lets the plugin go: from then on
+	// its exit is expected.
+	retired     chan struct{}
+	retiredOnce sync.Once
 }
+
+func newGeneration(n int, h *Host) *generation {
+	return &generation{n: n, host: h, runs: map[int]context.CancelCauseFunc{}, retired: make(chan struct{})}
+}
+
+func (g *generation) retire() { g.retiredOnce.Do(func() { close(g.retired) }) }
 
 // StartRuntime launches the executor and returns the runtime serving it.
 func StartRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	if opts.DrainGrace <= 0 {
 		opts.DrainGrace = DefaultDrainGrace
 	}
+	// One spill directory for every generation: a job's spill files stay
+	// readable across reloads and a plugin's death, and go on Close.
+	spillDir := ""
+	if opts.SpillDir == "" {
+		dir, err := os.MkdirTemp("", "dsh-spill-")
+		if err != nil {
+			return nil, fmt.Errorf("host: spill directory: %w", err)
+		}
+		opts.SpillDir, spillDir = dir, dir
+	}
 	h, err := Launch(ctx, opts.Options)
 	if err != nil {
+		_ = os.RemoveAll(spillDir)
 		return nil, err
 	}
-	r := &Runtime{opts: opts, cur: &generation{n: 1, host: h, runs: map[int]context.CancelCauseFunc{}}}
+	r := &Runtime{opts: opts, cur: newGeneration(1, h), stopping: make(chan struct{}), spillDir: spillDir}
 	r.shell = &routedShell{r: r}
 	r.jobs = NewJobs(func() (pluginapi.ShellExecutor, int) {
 		g := r.current()
 		return g.host.Shell(), g.n
 	}, opts.JobRetention)
+	r.watch(r.cur)
 	return r, nil
 }
 
@@ -113,14 +142,16 @@ func (r *Runtime) Reload(ctx context.Context) error {
 		return ErrJobsClosed
 	}
 	old := r.cur
-	r.cur = &generation{n: old.n + 1, host: h, runs: map[int]context.CancelCauseFunc{}}
+	r.cur = newGeneration(old.n+1, h)
 	r.mu.Unlock()
+	r.watch(r.cur)
 	return r.retire(ctx, old)
 }
 
 // retire drains and aborts the foreground runs of an old generation, kills
 // and joins its jobs, and shuts its plugin down.
 func (r *Runtime) retire(ctx context.Context, old *generation) error {
+	old.retire()
 	drained := make(chan struct{})
 	go func() { old.drain.Wait(); close(drained) }()
 	select {
@@ -140,14 +171,107 @@ func (r *Runtime) retire(ctx context.Context, old *generation) error {
 // Close kills every job, stops the executor, and waits for both. Safe to
 // call twice.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.stopping)
+	}
+	r.mu.Unlock()
+	r.reload.Lock()
+	g := r.current()
+	g.retire()
+	err := errors.Join(r.jobs.Close(ctx), g.host.Close(ctx))
+	r.reload.Unlock()
+	r.watchers.Wait() // a recovery waiting for the lock sees g retired
+	if r.spillDir != "" {
+		err = errors.Join(err, os.RemoveAll(r.spillDir))
+	}
+	return err
+}
+
+// superviseInterval is how often the runtime checks that its plugin lives.
+const superviseInterval = 100 * time.Millisecond
+
+// Restart backoff after a plugin died: doubling from the first to the most.
+const (
+	restartBackoffFirst = 100 * time.Millisecond
+	restartBackoffMost  = 5 * time.Second
+)
+
+// ErrPluginDied is the cause given to the jobs of a plugin that exited on
+// its own.
+var ErrPluginDied = errors.New("executor plugin exited unexpectedly")
+
+// watch supervises generation g until it is retired: if its plugin exits on
+// its own (killed, crashed), the runtime kills what it left, settles its
+// jobs as killed, and launches the executor again, backing off while that
+// fails.
+func (r *Runtime) watch(g *generation) {
+	r.watchers.Go(func() {
+		t := time.NewTicker(superviseInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-g.retired:
+				return
+			case <-t.C:
+				if g.host.Exited() {
+					r.recover(g)
+					return
+				}
+			}
+		}
+	})
+}
+
+// recover replaces generation g, whose plugin died.
+func (r *Runtime) recover(g *generation) {
 	r.reload.Lock()
 	defer r.reload.Unlock()
-	r.mu.Lock()
-	r.closed = true
-	g := r.cur
-	r.mu.Unlock()
-	return errors.Join(r.jobs.Close(ctx), g.host.Close(ctx))
+	select {
+	case <-g.retired:
+		return // a reload or Close got there first
+	default:
+	}
+	g.retire()
+	logger := r.opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	killed := g.host.KillLeftovers()
+	logger.Warn("executor plugin exited unexpectedly; restarting it", "generation", g.n, "leftovers_killed", killed)
+	ctx, cancel := context.WithTimeout(context.Background(), closeGenerationTimeout)
+	_ = r.jobs.killGeneration(ctx, g.n, ErrPluginDied.Error())
+	_ = g.host.Close(ctx)
+	cancel()
+	for backoff := restartBackoffFirst; ; backoff = min(2*backoff, restartBackoffMost) {
+		lctx, cancel := context.WithTimeout(context.Background(), closeGenerationTimeout)
+		h, err := Launch(lctx, r.opts.Options)
+		cancel()
+		if err == nil {
+			r.mu.Lock()
+			if r.closed {
+				r.mu.Unlock()
+				_ = h.Close(context.Background())
+				return
+			}
+			r.cur = newGeneration(g.n+1, h)
+			r.mu.Unlock()
+			r.watch(r.cur)
+			return
+		}
+		logger.Error("restarting the executor plugin", "error", err, "retry_in", backoff)
+		select {
+		case <-r.stopping:
+			return
+		case <-time.After(backoff):
+		}
+	}
 }
+
+// closeGenerationTimeout bounds the teardown of a dead generation and each
+// relaunch.
+const closeGenerationTimeout = 30 * time.Second
 
 // enter registers a foreground run on the current generation and returns
 // it, with the context the run must use and the function that ends it.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,4 +182,43 @@ func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 		t.Errorf("%d of %d calls failed, %d reloads", failed.Load(), calls.Load(), reloads.Load())
 	}
 	t.Logf("%d calls, %d reloads", calls.Load(), reloads.Load())
+}
+
+func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	ctx := context.Background()
+	_, oldPID := r.Generation()
+	job, err := r.Jobs().Start(ctx, "alice", pluginapi.ExecRequest{Command: "echo $$; exec sleep 1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sleepPID int
+	for deadline := time.Now().Add(10 * time.Second); sleepPID == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		d, _, err := r.Jobs().Output(ctx, "alice", job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Sscan(d.Delta, &sleepPID)
+	}
+	if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	done, err := r.Jobs().Wait(wctx, "alice", job.ID)
+	if err != nil || done.State != host.JobKilled || done.Exit.KillReason == "" {
+		t.Errorf("the dead plugin's job reads %+v %v, want killed with a cause", done, err)
+	}
+	requireGone(t, sleepPID)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if gen, pid := r.Generation(); gen == 2 && pid != 0 && pid != oldPID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new plugin after the old one was killed")
+		}
+	}
+	if got := runOut(t, r, "echo back"); got != "back\n" {
+		t.Errorf("the next call answered %q", got)
+	}
 }

@@ -62,7 +62,9 @@ var outputCases = []suiteCase{
 		if err := e.x.Close(e.ctx); err != nil {
 			e.t.Fatal(err)
 		}
-		if _, err := os.Stat(out.SpillPath); !os.IsNotExist(err) {
+		// An executor as the suite made it spills into a directory of its
+		// own; a remote one's host may have given it one of the host's.
+		if _, err := os.Stat(out.SpillPath); e.impl != nil && !os.IsNotExist(err) {
 			e.t.Errorf("the spill file outlived Close: %v", err)
 		}
 	}},

@@ -33,7 +33,7 @@ var CredentialPatterns = []string{
 
 // pluginPatterns match the variables go-plugin sets for the plugin process
 // itself; a command has no use for them.
-var pluginPatterns = []string{"PLUGIN_*", "DSH_SHELL_EXECUTOR_PLUGIN"}
+var pluginPatterns = []string{"PLUGIN_*", "DSH_SHELL_EXECUTOR_PLUGIN", ExecIDPrefixVar}
 
 // scrubbed reports whether an inherited variable named name matches one of
 // patterns.

@@ -3,6 +3,7 @@ package localexec
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,12 +38,34 @@ type childTable struct {
 	subreaper sync.Once
 }
 
+// ExecIDPrefixVar, in the executor's own environment, gives the prefix of
+// every tag it hands out: a host that sets it can find what the executor
+// started even after the executor died. Commands do not see it.
+const ExecIDPrefixVar = "DSH_EXEC_ID_PREFIX"
+
 // children is this process's childTable.
 var children = func() *childTable {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return &childTable{shells: map[int]bool{}, adopted: map[int]bool{}, prefix: hex.EncodeToString(b)}
+	prefix := os.Getenv(ExecIDPrefixVar)
+	if !validPrefix(prefix) {
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		prefix = hex.EncodeToString(b)
+	}
+	return &childTable{shells: map[int]bool{}, adopted: map[int]bool{}, prefix: prefix}
 }()
+
+// validPrefix accepts 8 to 64 letters and digits.
+func validPrefix(p string) bool {
+	if len(p) < 8 || len(p) > 64 {
+		return false
+	}
+	for _, r := range p {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // reaper is one executor's view of the children: it tags the commands the
 // executor starts, and kills and reaps what they leave behind.
