@@ -144,3 +144,23 @@ func TestRunRefusesTwoShells(t *testing.T) {
 		t.Errorf("stderr does not give the registry's error naming both providers:\n%s", r.stderr)
 	}
 }
+
+// dsh-host plugins lists the built-in executor and the plugin directory's,
+// each described by a real launch, and leaves nothing running.
+func TestPluginsListsExecutors(t *testing.T) {
+	tag := scenario(t)
+	r := dsh(t, tag, "plugins", "--plugin-dir", bins.dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	out := lines(r.stdout)
+	if len(out) != 3 || !strings.HasPrefix(out[0], "NAME") {
+		t.Fatalf("output %q, want a header and two executors", r.stdout)
+	}
+	if !strings.Contains(out[1], "bash-local") || !strings.Contains(out[1], "(built in)") || !strings.Contains(out[1], "0.1.0") {
+		t.Errorf("built-in row %q", out[1])
+	}
+	if !strings.Contains(out[2], bins.plugin) || !strings.Contains(out[2], "none") {
+		t.Errorf("plugin directory row %q", out[2])
+	}
+}

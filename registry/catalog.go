@@ -73,7 +73,7 @@ func Discover(dir string) (*Catalog, error) {
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 			continue // not an executable file
 		}
-		sum, err := fileSHA256(path)
+		sum, err := FileSHA256(path)
 		if err != nil {
 			return nil, fmt.Errorf("registry: %s: %w", path, err)
 		}
@@ -119,7 +119,7 @@ func (c *Catalog) Lookup(name, want string) (Entry, error) {
 	if want == "" {
 		return e, nil
 	}
-	got, err := fileSHA256(e.Path)
+	got, err := FileSHA256(e.Path)
 	if err != nil {
 		return Entry{}, fmt.Errorf("registry: %s: %w", e.Path, err)
 	}
@@ -130,8 +130,8 @@ func (c *Catalog) Lookup(name, want string) (Entry, error) {
 	return e, nil
 }
 
-// fileSHA256 is the hex SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
+// FileSHA256 is the hex SHA-256 of the file at path.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

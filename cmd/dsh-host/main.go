@@ -27,10 +27,15 @@ const defaultExecutor = bashlocal.Name
 
 const usage = `usage:
   dsh-host run [--executor NAME|PATH] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND
+  dsh-host plugins [--plugin-dir DIR]
 
-Runs COMMAND with bash through an executor plugin and prints its output, then
-the exit marker. Exits with the command's status, 124 when it timed out,
+run: runs COMMAND with bash through an executor plugin and prints its output,
+then the exit marker. Exits with the command's status, 124 when it timed out,
 128+N when a signal N killed it, 125 when it could not run.
+
+plugins: lists the executors that can be mounted, built in and in the plugin
+directory (default: plugins/ beside this binary, or $DSH_PLUGIN_DIR), with
+their version, sandbox mode, path and SHA-256.
 `
 
 func main() {
@@ -45,6 +50,8 @@ func dispatch(args []string) int {
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:])
+	case "plugins":
+		return pluginsCmd(args[1:])
 	case "plugin":
 		return pluginCmd(args[1:])
 	case "-h", "--help", "help":
