@@ -3,6 +3,7 @@ module github.com/dsh-host/dsh-host
 go 1.26.0
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	go.uber.org/goleak v1.3.0

@@ -222,3 +222,44 @@ func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
 		t.Errorf("the next call answered %q", got)
 	}
 }
+
+func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dsh-executor-bash-local")
+	data, err := os.ReadFile(pluginBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runtimeOn(t, bin, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan error, 1)
+	go func() { watched <- r.WatchBinary(ctx, bin, 100*time.Millisecond) }()
+	defer func() {
+		cancel()
+		if err := <-watched; err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the watch is set up
+	next := filepath.Join(dir, ".next")
+	if err := os.WriteFile(next, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, bin); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if gen, _ := r.Generation(); gen == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no reload after the binary was replaced")
+		}
+	}
+	if got := runOut(t, r, "echo fresh"); got != "fresh\n" {
+		t.Errorf("after the reload: %q", got)
+	}
+}

@@ -1,0 +1,74 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-hclog"
+)
+
+// DefaultWatchDebounce is how long WatchBinary waits for a binary to stop
+// changing before it reloads.
+const DefaultWatchDebounce = 300 * time.Millisecond
+
+// WatchBinary reloads the runtime whenever the executor binary at path
+// changes, until ctx is done: after a build writes it in place, or replaces
+// it by an atomic rename (the directory is watched, not the file, whose
+// inode a rename swaps). Changes closer together than debounce make one
+// reload. A reload that fails is logged, and the old executor keeps serving.
+// It returns when ctx is done, or at once if the directory cannot be
+// watched.
+func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Duration) error {
+	if debounce <= 0 {
+		debounce = DefaultWatchDebounce
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("host: watching %s: %w", abs, err)
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(abs)); err != nil {
+		return fmt.Errorf("host: watching %s: %w", abs, err)
+	}
+	logger := r.opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	var fire <-chan time.Time
+	var timer *time.Timer
+	for {
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		case ev := <-w.Events:
+			if filepath.Clean(ev.Name) != abs || ev.Op&(fsnotify.Create|fsnotify.Write|fsnotify.Rename|fsnotify.Chmod) == 0 {
+				continue
+			}
+			if timer != nil {
+				timer.Stop()
+			}
+			timer = time.NewTimer(debounce)
+			fire = timer.C
+		case err := <-w.Errors:
+			logger.Warn("watching the executor binary", "path", abs, "error", err)
+		case <-fire:
+			fire = nil
+			if err := r.Reload(ctx); err != nil {
+				logger.Error("reloading after the executor binary changed", "path", abs, "error", err)
+			} else {
+				gen, pid := r.Generation()
+				logger.Info("reloaded the executor", "path", abs, "generation", gen, "pid", pid)
+			}
+		}
+	}
+}
