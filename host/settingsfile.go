@@ -1,0 +1,200 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrSettings wraps every problem with a settings file; the message names
+// the file, the line and the key.
+var ErrSettings = errors.New("host: settings")
+
+// The sections of a settings file.
+var settingsSections = []string{"host", "shell", "sandbox", "approval"}
+
+// hostKeys are the keys of the host section.
+var hostKeys = []string{"executor", "pluginDir", "checksums"}
+
+// HostSettings is the host section: which executor to mount, where plugin
+// binaries live, and the SHA-256 each must have.
+type HostSettings struct {
+	Executor  string            `yaml:"executor"`
+	PluginDir string            `yaml:"pluginDir"`
+	Checksums map[string]string `yaml:"checksums"`
+}
+
+// SettingsFile is a loaded settings.yaml: the host section decoded, the
+// others kept as written, to be checked against the schema of whoever takes
+// them (the shell section against the mounted executor's).
+type SettingsFile struct {
+	Path string
+	Host HostSettings
+	// sections maps a section's name to its node; lines maps
+	// "section.key" to the line it is on.
+	sections map[string]*yaml.Node
+	lines    map[string]int
+}
+
+// LoadSettingsFile reads and checks a settings file: YAML, with only the
+// known sections, and a host section of known keys and types.
+func LoadSettingsFile(path string) (*SettingsFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
+	}
+	f := &SettingsFile{Path: path, sections: map[string]*yaml.Node{}, lines: map[string]int{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrSettings, path, err)
+	}
+	if len(doc.Content) == 0 {
+		return f, nil // empty: every default
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, f.errorf(root.Line, "", "the settings must be a mapping of sections (%s)", strings.Join(settingsSections, ", "))
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i], root.Content[i+1]
+		if !slices.Contains(settingsSections, key.Value) {
+			return nil, f.errorf(key.Line, key.Value, "unknown section (the sections are %s)", strings.Join(settingsSections, ", "))
+		}
+		if val.Kind != yaml.MappingNode && !(val.Kind == yaml.ScalarNode && val.Tag == "!!null") {
+			return nil, f.errorf(val.Line, key.Value, "must be a mapping")
+		}
+		f.sections[key.Value] = val
+		for j := 0; j+1 < len(val.Content); j += 2 {
+			f.lines[key.Value+"."+val.Content[j].Value] = val.Content[j].Line
+		}
+	}
+	if h := f.sections["host"]; h != nil {
+		for j := 0; j+1 < len(h.Content); j += 2 {
+			if k := h.Content[j]; !slices.Contains(hostKeys, k.Value) {
+				return nil, f.errorf(k.Line, "host."+k.Value, "unknown setting (the host settings are %s)", strings.Join(hostKeys, ", "))
+			}
+		}
+		if err := h.Decode(&f.Host); err != nil {
+			return nil, fmt.Errorf("%w: %s: host: %v", ErrSettings, path, err)
+		}
+	}
+	return f, nil
+}
+
+func (f *SettingsFile) errorf(line int, key, format string, args ...any) error {
+	where := fmt.Sprintf("%s:%d", f.Path, line)
+	if key != "" {
+		where += ": " + key
+	}
+	return fmt.Errorf("%w: %s: %s", ErrSettings, where, fmt.Sprintf(format, args...))
+}
+
+// Origin says where section.key was set: "FILE:LINE", or "" when the file
+// does not set it.
+func (f *SettingsFile) Origin(section, key string) string {
+	if line, ok := f.lines[section+"."+key]; ok {
+		return fmt.Sprintf("%s:%d", f.Path, line)
+	}
+	return ""
+}
+
+// Section returns section as JSON, checked against schema (a JSON Schema
+// document; empty means anything goes): an unknown key or a wrong type is
+// refused with the key and its line. A missing section is null.
+func (f *SettingsFile) Section(name, schema string) ([]byte, error) {
+	node := f.sections[name]
+	if node == nil || node.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	var v any
+	if err := node.Decode(&v); err != nil {
+		return nil, f.errorf(node.Line, name, "%v", err)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, f.errorf(node.Line, name, "%v", err)
+	}
+	if schema == "" {
+		return raw, nil
+	}
+	if err := f.checkKnown(name, node, schema); err != nil {
+		return nil, err
+	}
+	sch, err := compileSchema(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the %s schema: %v", ErrSettings, name, err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, f.errorf(node.Line, name, "%v", err)
+	}
+	var verr *jsonschema.ValidationError
+	if err := sch.Validate(inst); errors.As(err, &verr) {
+		leaf := verr
+		for len(leaf.Causes) > 0 {
+			leaf = leaf.Causes[0]
+		}
+		line, key := node.Line, name
+		if len(leaf.InstanceLocation) > 0 {
+			key = name + "." + leaf.InstanceLocation[0]
+			if l, ok := f.lines[key]; ok {
+				line = l
+			}
+		}
+		return nil, f.errorf(line, key, "%s", leafMessage(leaf))
+	}
+	return raw, nil
+}
+
+// checkKnown refuses, with its line, a key the schema does not declare
+// when the schema allows no others.
+func (f *SettingsFile) checkKnown(name string, node *yaml.Node, schema string) error {
+	var s struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties *bool                      `json:"additionalProperties"`
+	}
+	if json.Unmarshal([]byte(schema), &s) != nil || s.AdditionalProperties == nil || *s.AdditionalProperties {
+		return nil
+	}
+	known := make([]string, 0, len(s.Properties))
+	for k := range s.Properties {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	for j := 0; j+1 < len(node.Content); j += 2 {
+		if k := node.Content[j]; s.Properties[k.Value] == nil {
+			return f.errorf(k.Line, name+"."+k.Value, "unknown setting (known: %s)", strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// compileSchema compiles a JSON Schema document.
+func compileSchema(schema string) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("settings.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("settings.json")
+}
+
+// leafMessage is a validation error's message without its location prefix.
+func leafMessage(e *jsonschema.ValidationError) string {
+	msg := e.Error()
+	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "at ") {
+		return msg[i+2:]
+	}
+	return msg
+}
