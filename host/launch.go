@@ -84,6 +84,8 @@ type Host struct {
 	sockDir string
 	// tagPrefix starts the tags of everything the plugin starts.
 	tagPrefix string
+	// spillDir is where the executor spills, when it takes a spillDir.
+	spillDir string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -169,20 +171,11 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 			return fail(err)
 		}
 	}
-	settings, err := withSpillDir(opts.Settings, desc, spillDir)
-	if err != nil {
+	h := &Host{client: client, shell: shell, desc: desc, sockDir: sockDir, tagPrefix: tagPrefix, spillDir: spillDir}
+	if err := h.Configure(ctx, opts.Settings); err != nil {
 		return fail(err)
 	}
-	if len(settings) > 0 {
-		c, ok := shell.(pluginapi.Configurable)
-		if !ok {
-			return fail(fmt.Errorf("executor %s cannot be configured", desc.Name))
-		}
-		if err := c.Configure(ctx, settings); err != nil {
-			return fail(fmt.Errorf("settings: %w", err))
-		}
-	}
-	return &Host{client: client, shell: shell, desc: desc, sockDir: sockDir, tagPrefix: tagPrefix}, nil
+	return h, nil
 }
 
 // Shell is the mounted executor.
@@ -200,6 +193,27 @@ func (h *Host) PluginPID() int {
 		return rc.Pid
 	}
 	return 0
+}
+
+// Configure hands the executor its settings section (JSON; nil for none),
+// with the host's spill directory added when the section names none. It
+// replaces what an earlier Configure set.
+func (h *Host) Configure(ctx context.Context, settings []byte) error {
+	settings, err := withSpillDir(settings, h.desc, h.spillDir)
+	if err != nil {
+		return err
+	}
+	if len(settings) == 0 {
+		return nil
+	}
+	c, ok := h.shell.(pluginapi.Configurable)
+	if !ok {
+		return fmt.Errorf("host: executor %s cannot be configured", h.desc.Name)
+	}
+	if err := c.Configure(ctx, settings); err != nil {
+		return fmt.Errorf("host: settings: %w", err)
+	}
+	return nil
 }
 
 // KillLeftovers kills whatever the plugin started that is still alive: after

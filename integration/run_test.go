@@ -2,6 +2,8 @@ package integration
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -162,5 +164,31 @@ func TestPluginsListsExecutors(t *testing.T) {
 	}
 	if !strings.Contains(out[2], bins.plugin) || !strings.Contains(out[2], "none") {
 		t.Errorf("plugin directory row %q", out[2])
+	}
+}
+
+// A settings file sets the shell's defaults; config --dump says where each
+// value came from; a wrong one is refused with its file, line and key.
+func TestSettingsFile(t *testing.T) {
+	tag := scenario(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "settings.yaml")
+	if err := os.WriteFile(good, []byte("host:\n  executor: bash-local\nshell:\n  defaultTimeoutMs: 1000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := dsh(t, tag, "run", "--settings", good, "--", "sleep 10"); r.code != 124 {
+		t.Errorf("the settings' 1 s default timeout did not apply: exit %d\n%s", r.code, r.stderr)
+	}
+	r := dsh(t, tag, "config", "--dump", "--settings", good)
+	if r.code != 0 || !strings.Contains(r.stdout, "shell.defaultTimeoutMs") || !strings.Contains(r.stdout, good+":4") {
+		t.Errorf("config --dump (exit %d) does not show the value's origin:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("shell:\n  defaultTimeoutMs: 1000\n  timeout: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = dsh(t, tag, "run", "--settings", bad, "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, bad+":3: shell.timeout: unknown setting") {
+		t.Errorf("exit %d, stderr %q: want 125 naming the file, line and key", r.code, r.stderr)
 	}
 }

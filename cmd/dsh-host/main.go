@@ -28,6 +28,7 @@ const defaultExecutor = bashlocal.Name
 const usage = `usage:
   dsh-host run [--executor NAME|PATH] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND
   dsh-host plugins [--plugin-dir DIR]
+  dsh-host config --dump [--settings FILE] [--executor NAME|PATH]
 
 run: runs COMMAND with bash through an executor plugin and prints its output,
 then the exit marker. Exits with the command's status, 124 when it timed out,
@@ -36,6 +37,13 @@ then the exit marker. Exits with the command's status, 124 when it timed out,
 plugins: lists the executors that can be mounted, built in and in the plugin
 directory (default: plugins/ beside this binary, or $DSH_PLUGIN_DIR), with
 their version, sandbox mode, path and SHA-256.
+
+config --dump: prints the effective configuration, the mounted executor, and
+where each value came from.
+
+run and config read a settings file with --settings FILE (or $DSH_SETTINGS):
+sections host (executor, pluginDir, checksums), shell (checked against the
+executor's schema), sandbox, approval.
 `
 
 func main() {
@@ -52,6 +60,8 @@ func dispatch(args []string) int {
 		return runCmd(args[1:])
 	case "plugins":
 		return pluginsCmd(args[1:])
+	case "config":
+		return configCmd(args[1:])
 	case "plugin":
 		return pluginCmd(args[1:])
 	case "-h", "--help", "help":

@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,7 +17,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
-	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -36,12 +33,13 @@ const closeTimeout = 15 * time.Second
 func runCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var executors executorList
-	fs.Var(&executors, "executor", "built-in executor name or plugin binary path (repeatable; exactly one may provide the shell)")
+	var mf mountFlags
+	fs.Var(&mf.executors, "executor", "executor: built-in name, plugin binary path, or name in the plugin directory (repeatable; exactly one may provide the shell)")
+	fs.StringVar(&mf.settings, "settings", "", "settings file (default: $DSH_SETTINGS)")
+	fs.StringVar(&mf.spillDir, "spill-dir", "", "keep the full output of truncated streams in this directory")
 	timeout := fs.Duration("timeout", 0, "foreground timeout (default: the executor's, 120s)")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
-	spillDir := fs.String("spill-dir", "", "keep the full output of truncated streams in this directory")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(usage)
@@ -59,36 +57,11 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "dsh-host run: --timeout %s is not a positive duration of at least 1ms\n", *timeout)
 		return exitUsage
 	}
-	if len(executors) == 0 {
-		executors = executorList{defaultExecutor}
-	}
-	var execs []host.Executor
-	for _, name := range executors {
-		ex, err := resolveExecutor(name)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", err)
-			return exitUsage
-		}
-		execs = append(execs, ex)
-	}
-
 	// SIGINT and SIGTERM abort the command; the result still settles.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	opts := host.Options{Logger: cliLogger()}
-	if *spillDir != "" {
-		abs, err := filepath.Abs(*spillDir)
-		if err == nil {
-			err = os.MkdirAll(abs, 0o700)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dsh-host run: --spill-dir: %v\n", err)
-			return exitUsage
-		}
-		opts.Settings, _ = json.Marshal(map[string]string{"spillDir": abs})
-	}
-	m, err := host.Mount(ctx, execs, opts)
+	m, _, err := mf.mount(ctx)
 	if err != nil {
 		return cannot(err)
 	}
@@ -115,7 +88,7 @@ func runCmd(args []string) int {
 		return cannot(err)
 	}
 
-	if *spillDir == "" && *asJSON {
+	if mf.spillDir == "" && *asJSON {
 		// The executor's private spill files go when this process does.
 		forgetSpill(&res.Stdout)
 		forgetSpill(&res.Stderr)
@@ -140,27 +113,6 @@ type executorList []string
 
 func (l *executorList) String() string     { return strings.Join(*l, ",") }
 func (l *executorList) Set(v string) error { *l = append(*l, v); return nil }
-
-// resolveExecutor reads --executor: a built-in name, or a path to a plugin
-// binary.
-func resolveExecutor(name string) (host.Executor, error) {
-	if _, ok := builtins[name]; ok {
-		return host.BuiltinExecutor(name)
-	}
-	if strings.ContainsRune(name, os.PathSeparator) {
-		if fi, err := os.Stat(name); err != nil || fi.IsDir() {
-			return host.Executor{}, fmt.Errorf("--executor %s: not a plugin binary", name)
-		}
-		return host.Executor{Name: name, Path: name}, nil
-	}
-	names := make([]string, 0, len(builtins))
-	for n := range builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return host.Executor{}, fmt.Errorf("--executor %q: no such built-in executor (built-in: %s; or give a path)",
-		name, strings.Join(names, ", "))
-}
 
 // liveOutput copies a command's streams to ours as they arrive and
 // remembers whether stdout ended in a newline, so the marker gets its own
@@ -243,7 +195,7 @@ func cannot(err error) int {
 // cliError drops the package prefixes that mean nothing to a person.
 func cliError(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"pluginapi: ", "host: ", "registry: "} {
+	for _, p := range []string{"pluginapi: ", "host: settings: ", "host: ", "registry: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
 	return msg

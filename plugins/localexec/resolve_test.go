@@ -2,7 +2,9 @@ package localexec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -265,4 +267,27 @@ func FuzzResolve(f *testing.F) {
 			t.Fatalf("sandbox mode %q", spec.SandboxMode)
 		}
 	})
+}
+
+// The defaults the settings schema advertises are the ones in force.
+func TestSettingsSchemaDefaultsAreTheDefaults(t *testing.T) {
+	var schema map[string]struct {
+		Default any `json:"default"`
+	}
+	if err := json.Unmarshal([]byte(SettingsSchemaProperties), &schema); err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultSettings
+	want := map[string]any{
+		"defaultTimeoutMs": d.DefaultTimeoutMs, "maxTimeoutMs": d.MaxTimeoutMs,
+		"defaultOutputBytes": d.DefaultOutputBytes, "maxOutputBytes": d.MaxOutputBytes,
+		"killGraceMs": d.KillGraceMs, "spillCapBytes": d.SpillCapBytes,
+		"backgroundBufferBytes": d.BackgroundBufferBytes, "scrubCredentials": d.scrubs(),
+	}
+	for key, w := range want {
+		got := schema[key].Default
+		if fmt.Sprint(got) != fmt.Sprint(w) && fmt.Sprintf("%.0f", got) != fmt.Sprint(w) {
+			t.Errorf("schema default of %s is %v, the setting's is %v", key, got, w)
+		}
+	}
 }

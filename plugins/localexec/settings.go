@@ -62,15 +62,15 @@ var DefaultSettings = Settings{
 // SettingsSchemaProperties is the JSON Schema "properties" of Settings, for
 // an executor's SettingsSchema.
 const SettingsSchemaProperties = `{
-    "defaultTimeoutMs": {"type": "integer", "minimum": 1, "description": "timeout of a command that asks for none"},
-    "maxTimeoutMs": {"type": "integer", "minimum": 1, "description": "longest timeout a command may ask for"},
-    "defaultOutputBytes": {"type": "integer", "minimum": 1, "description": "output collected per stream by default"},
-    "maxOutputBytes": {"type": "integer", "minimum": 1, "maximum": 1048576, "description": "most output a command may ask to collect per stream"},
-    "killGraceMs": {"type": "integer", "minimum": 1, "maximum": 60000, "description": "time between SIGTERM and SIGKILL"},
-    "spillCapBytes": {"type": "integer", "minimum": 1, "description": "largest spill file per stream"},
+    "defaultTimeoutMs": {"type": "integer", "minimum": 1, "default": 120000, "description": "timeout of a command that asks for none"},
+    "maxTimeoutMs": {"type": "integer", "minimum": 1, "default": 600000, "description": "longest timeout a command may ask for"},
+    "defaultOutputBytes": {"type": "integer", "minimum": 1, "default": 30000, "description": "output collected per stream by default"},
+    "maxOutputBytes": {"type": "integer", "minimum": 1, "maximum": 1048576, "default": 1048576, "description": "most output a command may ask to collect per stream"},
+    "killGraceMs": {"type": "integer", "minimum": 1, "maximum": 60000, "default": 2000, "description": "time between SIGTERM and SIGKILL"},
+    "spillCapBytes": {"type": "integer", "minimum": 1, "default": 1073741824, "description": "largest spill file per stream"},
     "spillDir": {"type": "string", "description": "directory for spill files (default: a private temporary one)"},
-    "backgroundBufferBytes": {"type": "integer", "minimum": 1, "description": "unread output a background process keeps per stream"},
-    "scrubCredentials": {"type": "boolean", "description": "remove credential-like inherited variables"},
+    "backgroundBufferBytes": {"type": "integer", "minimum": 1, "default": 1048576, "description": "unread output a background process keeps per stream"},
+    "scrubCredentials": {"type": "boolean", "default": true, "description": "remove credential-like inherited variables"},
     "credentialPatterns": {"type": "array", "items": {"type": "string"}, "description": "names to scrub; * at either end"},
     "credentialAllowlist": {"type": "array", "items": {"type": "string"}, "description": "names never scrubbed"}
   }`

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+)
+
+// configCmd prints the effective configuration: `dsh-host config --dump`.
+func configCmd(args []string) int {
+	fs := flag.NewFlagSet("dsh-host config", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var mf mountFlags
+	fs.Var(&mf.executors, "executor", "executor to mount (as for run)")
+	fs.StringVar(&mf.settings, "settings", "", "settings file (default: $DSH_SETTINGS)")
+	dump := fs.Bool("dump", false, "print the effective configuration and where each value came from")
+	if err := fs.Parse(args); err != nil || !*dump || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: dsh-host config --dump [--settings FILE] [--executor NAME|PATH]")
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+	defer cancel()
+	m, file, err := mf.mount(ctx)
+	if err != nil {
+		return cannot(err)
+	}
+	defer m.Close(context.Background())
+	d := m.Shell().Description()
+	sandbox := string(d.SandboxMode)
+	if sandbox == "" {
+		sandbox = "none"
+	}
+	path := mf.settingsPath()
+	if path == "" {
+		path = "(none)"
+	}
+	fmt.Printf("settings file: %s\nexecutor: %s %s, platform %s, sandbox %s\n\n", path, d.Name, d.Version, d.Platform, sandbox)
+
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KEY\tVALUE\tFROM")
+	origin := func(section, key, fallback string) string {
+		if file != nil {
+			if o := file.Origin(section, key); o != "" {
+				return o
+			}
+		}
+		return fallback
+	}
+	executor, pluginDir := defaultExecutor, defaultPluginDir()
+	if len(mf.executors) > 0 {
+		executor = mf.executors.String()
+	} else if file != nil && file.Host.Executor != "" {
+		executor = file.Host.Executor
+	}
+	if file != nil && file.Host.PluginDir != "" {
+		pluginDir = file.Host.PluginDir
+	}
+	execFrom := origin("host", "executor", "default")
+	if len(mf.executors) > 0 {
+		execFrom = "--executor"
+	}
+	fmt.Fprintf(w, "host.executor\t%s\t%s\n", executor, execFrom)
+	fmt.Fprintf(w, "host.pluginDir\t%s\t%s\n", pluginDir, origin("host", "pluginDir", "default"))
+	if file != nil {
+		names := make([]string, 0, len(file.Host.Checksums))
+		for n := range file.Host.Checksums {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "host.checksums.%s\t%s\t%s\n", n, file.Host.Checksums[n], origin("host", "checksums", ""))
+		}
+	}
+	set := map[string]json.RawMessage{}
+	if file != nil {
+		if raw, err := file.Section("shell", d.SettingsSchema); err == nil && raw != nil {
+			_ = json.Unmarshal(raw, &set)
+		}
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Default json.RawMessage `json:"default"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal([]byte(d.SettingsSchema), &schema)
+	keys := make([]string, 0, len(schema.Properties))
+	for k := range schema.Properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v, ok := set[k]; ok {
+			fmt.Fprintf(w, "shell.%s\t%s\t%s\n", k, v, origin("shell", k, ""))
+			continue
+		}
+		def := string(schema.Properties[k].Default)
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(w, "shell.%s\t%s\t%s default\n", k, def, d.Name)
+	}
+	_ = w.Flush()
+	return 0
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/registry"
+)
+
+// mountFlags are the flags every command that mounts an executor takes.
+type mountFlags struct {
+	executors executorList
+	settings  string
+	spillDir  string
+}
+
+// settingsPath is --settings, or $DSH_SETTINGS.
+func (f *mountFlags) settingsPath() string {
+	if f.settings != "" {
+		return f.settings
+	}
+	return os.Getenv("DSH_SETTINGS")
+}
+
+// mount loads the settings file (if any), resolves the executors (flags
+// first, then the file's host.executor, then the default), mounts them, and
+// hands the shell executor the file's shell section, checked against its
+// schema. On error nothing is left running.
+func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFile, error) {
+	var file *host.SettingsFile
+	if path := f.settingsPath(); path != "" {
+		var err error
+		if file, err = host.LoadSettingsFile(path); err != nil {
+			return nil, nil, err
+		}
+	}
+	names := f.executors
+	if len(names) == 0 && file != nil && file.Host.Executor != "" {
+		names = executorList{file.Host.Executor}
+	}
+	if len(names) == 0 {
+		names = executorList{defaultExecutor}
+	}
+	var execs []host.Executor
+	for _, name := range names {
+		ex, err := resolveExecutor(name, file)
+		if err != nil {
+			return nil, nil, err
+		}
+		execs = append(execs, ex)
+	}
+	opts := host.Options{Logger: cliLogger()}
+	if f.spillDir != "" {
+		abs, err := filepath.Abs(f.spillDir)
+		if err == nil {
+			err = os.MkdirAll(abs, 0o700)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("--spill-dir: %w", err)
+		}
+		opts.SpillDir = abs
+	}
+	m, err := host.Mount(ctx, execs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if file != nil {
+		shell := m.Shell()
+		section, err := file.Section("shell", shell.Description().SettingsSchema)
+		if err == nil {
+			err = shell.Configure(ctx, section)
+		}
+		if err != nil {
+			_ = m.Close(context.WithoutCancel(ctx))
+			return nil, nil, err
+		}
+	}
+	return m, file, nil
+}
+
+// resolveExecutor reads an executor's name: a built-in one, a path to a
+// plugin binary, or a name in the plugin directory (checked against the
+// settings' checksum for it, when there is one).
+func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error) {
+	if _, ok := builtins[name]; ok {
+		return host.BuiltinExecutor(name)
+	}
+	if strings.ContainsRune(name, os.PathSeparator) {
+		if fi, err := os.Stat(name); err != nil || fi.IsDir() {
+			return host.Executor{}, fmt.Errorf("executor %s: not a plugin binary", name)
+		}
+		return host.Executor{Name: name, Path: name}, nil
+	}
+	dir := defaultPluginDir()
+	var want string
+	if file != nil {
+		if file.Host.PluginDir != "" {
+			dir = file.Host.PluginDir
+		}
+		want = file.Host.Checksums[name]
+	}
+	if catalog, err := registry.Discover(dir); err == nil {
+		if e, err := catalog.Lookup(name, want); err == nil {
+			ex := host.Executor{Name: name, Path: e.Path}
+			if want != "" {
+				ex.Checksum, _ = hexBytes(want)
+			}
+			return ex, nil
+		} else if !isNotInCatalog(err) {
+			return host.Executor{}, err
+		}
+	}
+	known := make([]string, 0, len(builtins))
+	for n := range builtins {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	return host.Executor{}, fmt.Errorf("executor %q: not built in (%s), not a path, not in %s", name, strings.Join(known, ", "), dir)
+}
