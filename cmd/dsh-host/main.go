@@ -50,11 +50,15 @@ func main() {
 	os.Exit(dispatch(os.Args[1:]))
 }
 
+// commandName names the running subcommand in messages ("dsh-host run").
+var commandName = "dsh-host"
+
 func dispatch(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
 	}
+	commandName = "dsh-host " + args[0]
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/registry"
 )
+
+// errUsage marks an error in what the user asked for, as opposed to a
+// failure to do it: the command exits 2, not 125.
+var errUsage = errors.New("usage")
 
 // mountFlags are the flags every command that mounts an executor takes.
 type mountFlags struct {
@@ -50,7 +55,7 @@ func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFi
 	for _, name := range names {
 		ex, err := resolveExecutor(name, file)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		execs = append(execs, ex)
 	}

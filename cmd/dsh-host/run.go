@@ -186,16 +186,20 @@ func exitStatus(res pluginapi.RunResult) int {
 	return 0
 }
 
-// cannot reports an infrastructure failure and returns its exit status.
+// cannot reports a failure and returns its exit status: 2 for the user's
+// mistake, 125 for the infrastructure's.
 func cannot(err error) int {
-	fmt.Fprintf(os.Stderr, "dsh-host run: %v\n", cliError(err))
+	fmt.Fprintf(os.Stderr, "%s: %v\n", commandName, cliError(err))
+	if errors.Is(err, errUsage) {
+		return exitUsage
+	}
 	return exitCannot
 }
 
 // cliError drops the package prefixes that mean nothing to a person.
 func cliError(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"pluginapi: ", "host: settings: ", "host: ", "registry: "} {
+	for _, p := range []string{"usage: ", "pluginapi: ", "host: settings: ", "host: ", "registry: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
 	return msg
