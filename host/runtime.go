@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sync"
 	"time"
 
@@ -338,3 +339,26 @@ func (s *routedShell) Start(ctx context.Context, spec pluginapi.ExecSpec) (plugi
 
 // Close closes the runtime.
 func (s *routedShell) Close(ctx context.Context) error { return s.r.Close(ctx) }
+
+// ReloadOnSignal reloads the runtime each time one of sigs arrives (SIGHUP,
+// say), until ctx is done. A reload that fails is logged; the old executor
+// keeps serving.
+func (r *Runtime) ReloadOnSignal(ctx context.Context, sigs ...os.Signal) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	defer signal.Stop(ch)
+	logger := r.opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-ch:
+			if err := r.Reload(ctx); err != nil {
+				logger.Error("reload on signal", "signal", sig, "error", err)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -261,5 +262,30 @@ func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
 	}
 	if got := runOut(t, r, "echo fresh"); got != "fresh\n" {
 		t.Errorf("after the reload: %q", got)
+	}
+}
+
+func TestSIGHUPReloads(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	// Whatever the timing, a SIGHUP must never take the default action
+	// (ending this test binary).
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, syscall.SIGHUP)
+	defer signal.Stop(guard)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.ReloadOnSignal(ctx, syscall.SIGHUP); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+	time.Sleep(200 * time.Millisecond) // the runtime's handler is installed
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if gen, _ := r.Generation(); gen == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no reload after SIGHUP")
+		}
 	}
 }

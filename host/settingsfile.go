@@ -27,9 +27,28 @@ var hostKeys = []string{"executor", "pluginDir", "checksums"}
 // HostSettings is the host section: which executor to mount, where plugin
 // binaries live, and the SHA-256 each must have.
 type HostSettings struct {
-	Executor  string            `yaml:"executor"`
+	// Executor names the executor to mount, or several (a YAML list): only
+	// one of them may provide the shell.
+	Executor  Names             `yaml:"executor"`
 	PluginDir string            `yaml:"pluginDir"`
 	Checksums map[string]string `yaml:"checksums"`
+}
+
+// Names is one name or a list of them.
+type Names []string
+
+// UnmarshalYAML takes a scalar or a sequence of scalars.
+func (n *Names) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind == yaml.ScalarNode {
+		*n = Names{node.Value}
+		return nil
+	}
+	var list []string
+	if err := node.Decode(&list); err != nil {
+		return err
+	}
+	*n = list
+	return nil
 }
 
 // SettingsFile is a loaded settings.yaml: the host section decoded, the

@@ -31,7 +31,7 @@ func TestSettingsFileLoadsAndSaysWhereValuesCameFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Host.Executor != "bash-local" || f.Host.PluginDir != "/opt/plugins" {
+	if len(f.Host.Executor) != 1 || f.Host.Executor[0] != "bash-local" || f.Host.PluginDir != "/opt/plugins" {
 		t.Errorf("host section %+v", f.Host)
 	}
 	if got := f.Origin("shell", "defaultTimeoutMs"); got != path+":5" {
@@ -69,5 +69,15 @@ func TestSettingsFileRefusesWithKeyAndLine(t *testing.T) {
 				t.Errorf("error %v, want ErrSettings containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestSettingsFileNamesSeveralExecutors(t *testing.T) {
+	f, err := host.LoadSettingsFile(writeSettings(t, "host:\n  executor: [bash-local, pwsh-local]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(f.Host.Executor, ",") != "bash-local,pwsh-local" {
+		t.Errorf("executors %q", f.Host.Executor)
 	}
 }

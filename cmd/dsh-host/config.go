@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -54,8 +55,8 @@ func configCmd(args []string) int {
 	executor, pluginDir := defaultExecutor, defaultPluginDir()
 	if len(mf.executors) > 0 {
 		executor = mf.executors.String()
-	} else if file != nil && file.Host.Executor != "" {
-		executor = file.Host.Executor
+	} else if file != nil && len(file.Host.Executor) > 0 {
+		executor = strings.Join(file.Host.Executor, ",")
 	}
 	if file != nil && file.Host.PluginDir != "" {
 		pluginDir = file.Host.PluginDir

@@ -45,8 +45,8 @@ func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFi
 		}
 	}
 	names := f.executors
-	if len(names) == 0 && file != nil && file.Host.Executor != "" {
-		names = executorList{file.Host.Executor}
+	if len(names) == 0 && file != nil {
+		names = executorList(file.Host.Executor)
 	}
 	if len(names) == 0 {
 		names = executorList{defaultExecutor}
