@@ -242,9 +242,13 @@ func TestAPluginOutlivesNoHost(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	killed := time.Now()
 	requireGone(t, pluginPID)
 	for _, c := range children {
 		requireGone(t, c)
+	}
+	if took := time.Since(killed); took > 2*time.Second {
+		t.Errorf("what the dead host started took %s to go; the bound is 2 s", took)
 	}
 }
 
