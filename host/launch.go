@@ -227,13 +227,21 @@ func (h *Host) Exited() bool { return h.client.Exited() }
 // stops the plugin (gracefully, then by force). Safe to call twice.
 func (h *Host) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
+		// The executor's Close terminates what it started; only when it
+		// could not (the plugin is dead, or Close failed) does the host go
+		// looking for leftovers itself, in /proc.
+		cleaned := false
 		if !h.client.Exited() {
 			if err := h.shell.Close(ctx); err != nil {
 				h.closeErr = fmt.Errorf("host: closing executor %s: %w", h.desc.Name, err)
+			} else {
+				cleaned = true
 			}
 		}
 		h.client.Kill()
-		h.KillLeftovers()
+		if !cleaned {
+			h.KillLeftovers()
+		}
 		if err := os.RemoveAll(h.sockDir); err != nil && h.closeErr == nil {
 			h.closeErr = fmt.Errorf("host: removing the plugin's socket directory: %w", err)
 		}

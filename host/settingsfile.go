@@ -1,16 +1,16 @@
 package host
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -151,24 +151,19 @@ func (f *SettingsFile) Section(name, schema string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the %s schema: %v", ErrSettings, name, err)
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	var inst any
+	if err := json.Unmarshal(raw, &inst); err != nil {
 		return nil, f.errorf(node.Line, name, "%v", err)
 	}
-	var verr *jsonschema.ValidationError
-	if err := sch.Validate(inst); errors.As(err, &verr) {
-		leaf := verr
-		for len(leaf.Causes) > 0 {
-			leaf = leaf.Causes[0]
-		}
+	if err := sch.Validate(inst); err != nil {
 		line, key := node.Line, name
-		if len(leaf.InstanceLocation) > 0 {
-			key = name + "." + leaf.InstanceLocation[0]
+		if m := propertyPath.FindStringSubmatch(err.Error()); m != nil {
+			key = name + "." + m[1]
 			if l, ok := f.lines[key]; ok {
 				line = l
 			}
 		}
-		return nil, f.errorf(line, key, "%s", leafMessage(leaf))
+		return nil, f.errorf(line, key, "%s", validationMessage(err))
 	}
 	return raw, nil
 }
@@ -196,24 +191,28 @@ func (f *SettingsFile) checkKnown(name string, node *yaml.Node, schema string) e
 	return nil
 }
 
-// compileSchema compiles a JSON Schema document.
-func compileSchema(schema string) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
+// propertyPath finds the top-level property a validation error is about.
+var propertyPath = regexp.MustCompile(`validating /properties/([^/:]+)`)
+
+// compileSchema resolves a JSON Schema document for validation.
+func compileSchema(schema string) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal([]byte(schema), &s); err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("settings.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("settings.json")
+	return s.Resolve(nil)
 }
 
-// leafMessage is a validation error's message without its location prefix.
-func leafMessage(e *jsonschema.ValidationError) string {
-	msg := e.Error()
-	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "at ") {
-		return msg[i+2:]
+// validationMessage is a validation error's message without the chain of
+// "validating PATH:" prefixes that lead to it.
+func validationMessage(err error) string {
+	msg := err.Error()
+	for strings.HasPrefix(msg, "validating ") {
+		i := strings.Index(msg, ": ")
+		if i < 0 {
+			break
+		}
+		msg = msg[i+2:]
 	}
 	return msg
 }

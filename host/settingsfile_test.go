@@ -55,7 +55,7 @@ func TestSettingsFileRefusesWithKeyAndLine(t *testing.T) {
 		{"unknown host key", "host:\n  executor: bash-local\n  plugindir: x\n", ":3: host.plugindir: unknown setting"},
 		{"wrong host type", "host:\n  checksums: [a, b]\n", "host:"},
 		{"unknown shell key", "shell:\n  defaultTimeoutMs: 5\n  noSuchKey: 1\n", ":3: shell.noSuchKey: unknown setting"},
-		{"wrong shell type", "shell:\n  killGraceMs: soon\n", ":2: shell.killGraceMs: got string, want integer"},
+		{"wrong shell type", "shell:\n  killGraceMs: soon\n", ":2: shell.killGraceMs: type: soon has type \"string\", want \"integer\""},
 		{"out of range", "shell:\n  killGraceMs: 999999\n", ":2: shell.killGraceMs: "},
 		{"not YAML", "host: [\n", "settings.yaml"},
 	} {
