@@ -34,6 +34,33 @@ func runtimeOn(t *testing.T, path string, drain time.Duration) *host.Runtime {
 	return r
 }
 
+// waitGeneration waits until r serves generation gen, after what.
+func waitGeneration(t *testing.T, r *host.Runtime, gen int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got, _ := r.Generation(); got == gen {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no generation %d after %s", gen, what)
+		}
+	}
+}
+
+// copyPlugin copies the plugin binary into dir and returns its path there.
+func copyPlugin(t *testing.T, dir string) (path string, data []byte) {
+	t.Helper()
+	data, err := os.ReadFile(pluginBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, "dsh-executor-bash-local")
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
 // runOut runs command through r's shell and returns its stdout.
 func runOut(t *testing.T, r *host.Runtime, command string) string {
 	t.Helper()
@@ -86,14 +113,7 @@ func TestReloadKillsTheOldJobsAndServesFromTheNewPlugin(t *testing.T) {
 
 func TestAReloadThatFailsKeepsTheOldExecutor(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dsh-executor-bash-local")
-	data, err := os.ReadFile(pluginBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, _ := copyPlugin(t, dir)
 	r := runtimeOn(t, bin, 0)
 	_, pid := r.Generation()
 	// Replace the binary the way a build does, by rename, with one that
@@ -105,7 +125,7 @@ func TestAReloadThatFailsKeepsTheOldExecutor(t *testing.T) {
 	if err := os.Rename(broken, bin); err != nil {
 		t.Fatal(err)
 	}
-	err = r.Reload(context.Background())
+	err := r.Reload(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "old executor stays") {
 		t.Fatalf("Reload to a binary that exits: %v, want an error saying the old one stays", err)
 	}
@@ -211,13 +231,9 @@ func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
 		t.Errorf("the dead plugin's job reads %+v %v, want killed with a cause", done, err)
 	}
 	requireGone(t, sleepPID)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if gen, pid := r.Generation(); gen == 2 && pid != 0 && pid != oldPID {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no new plugin after the old one was killed")
-		}
+	waitGeneration(t, r, 2, "the old plugin was killed")
+	if _, pid := r.Generation(); pid == 0 || pid == oldPID {
+		t.Errorf("plugin %d after the restart, old %d", pid, oldPID)
 	}
 	if got := runOut(t, r, "echo back"); got != "back\n" {
 		t.Errorf("the next call answered %q", got)
@@ -226,14 +242,7 @@ func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
 
 func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dsh-executor-bash-local")
-	data, err := os.ReadFile(pluginBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, data := copyPlugin(t, dir)
 	r := runtimeOn(t, bin, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
@@ -252,14 +261,7 @@ func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
 	if err := os.Rename(next, bin); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if gen, _ := r.Generation(); gen == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no reload after the binary was replaced")
-		}
-	}
+	waitGeneration(t, r, 2, "the binary was replaced")
 	if got := runOut(t, r, "echo fresh"); got != "fresh\n" {
 		t.Errorf("after the reload: %q", got)
 	}
@@ -280,12 +282,5 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if gen, _ := r.Generation(); gen == 2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no reload after SIGHUP")
-		}
-	}
+	waitGeneration(t, r, 2, "SIGHUP")
 }
