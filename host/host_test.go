@@ -64,6 +64,16 @@ func launch(t *testing.T, ex host.Executor) *host.Host {
 	return h
 }
 
+// alive reports whether pid is a live process (not a zombie).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && !strings.HasPrefix(string(stat[i+1:]), " Z")
+}
+
 // requireGone fails unless pid is gone (or a zombie) within a few seconds.
 func requireGone(t *testing.T, pid int) {
 	t.Helper()

@@ -64,8 +64,17 @@ type Notice struct {
 	Job JobInfo
 }
 
-// ShellSource gives the executor that new jobs start on, and its generation.
-type ShellSource func() (pluginapi.ShellExecutor, int)
+// ShellSource gives the executor that a new job starts on, its generation,
+// and a function to call once the job is registered (a runtime holds off
+// retiring the generation until then).
+type ShellSource func() (shell pluginapi.ShellExecutor, generation int, started func())
+
+// SettleHook may amend the exit facts of a job of generation gen before
+// they are recorded (a runtime names the cause when the plugin died).
+type SettleHook func(gen int, exit pluginapi.ProcessExit) pluginapi.ProcessExit
+
+// maxNotices bounds the notices kept for one owner; the oldest go first.
+const maxNotices = 1000
 
 // Jobs is the jobs runtime (ctx.jobs): background processes as jobs with
 // an id and an owner, incremental output, kill, completion notices for the
@@ -74,6 +83,7 @@ type ShellSource func() (pluginapi.ShellExecutor, int)
 type Jobs struct {
 	source ShellSource
 	retain int
+	settle SettleHook
 
 	mu       sync.Mutex
 	closed   bool
@@ -113,7 +123,8 @@ const finalReadTimeout = 10 * time.Second
 
 // Start resolves req and starts it as a job of owner's. It returns at once.
 func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecRequest) (JobInfo, error) {
-	shell, gen := j.source()
+	shell, gen, started := j.source()
+	defer started()
 	spec, err := shell.Resolve(ctx, req)
 	if err != nil {
 		return JobInfo{}, err
@@ -140,6 +151,15 @@ func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecReques
 		done: make(chan struct{}),
 	}
 	j.mu.Lock()
+	if j.closed {
+		// Close ran while the process started, and did not see it.
+		j.mu.Unlock()
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalReadTimeout)
+		_, _ = proc.Kill(kctx)
+		cancel()
+		j.running.Done()
+		return JobInfo{}, ErrJobsClosed
+	}
 	j.jobs[id] = jb
 	info := jb.info
 	j.mu.Unlock()
@@ -152,6 +172,9 @@ func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecReques
 func (j *Jobs) watch(jb *job) {
 	defer j.running.Done()
 	exit, _ := jb.proc.Wait(context.Background()) // Wait fails only for its ctx
+	if j.settle != nil {
+		exit = j.settle(jb.info.Generation, exit)
+	}
 	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
 	tail, err := jb.proc.ReadOutput(rctx)
 	cancel()
@@ -171,7 +194,11 @@ func (j *Jobs) watch(jb *job) {
 	}
 	jb.tail = &tail
 	close(jb.done)
-	j.notices[jb.info.Owner] = append(j.notices[jb.info.Owner], Notice{Job: jb.info})
+	n := append(j.notices[jb.info.Owner], Notice{Job: jb.info})
+	if len(n) > maxNotices {
+		n = n[len(n)-maxNotices:]
+	}
+	j.notices[jb.info.Owner] = n
 	j.finished = append(j.finished, jb.info.ID)
 	for len(j.finished) > j.retain {
 		delete(j.jobs, j.finished[0])

@@ -17,7 +17,7 @@ import (
 func jobsOn(t *testing.T, retain int) (*host.Jobs, *host.Host) {
 	t.Helper()
 	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
-	jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int) { return h.Shell(), 1 }, retain)
+	jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return h.Shell(), 1, func() {} }, retain)
 	t.Cleanup(func() { _ = jobs.Close(context.Background()) })
 	return jobs, h
 }
@@ -157,5 +157,27 @@ func TestJobsCloseKillsAndJoins(t *testing.T) {
 	}
 	if _, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "true"}); !errors.Is(err, host.ErrJobsClosed) {
 		t.Errorf("Start after Close: %v, want ErrJobsClosed", err)
+	}
+}
+
+// A job that starts while Jobs closes is killed too: Close never waits on a
+// process it did not see.
+func TestJobsCloseRacingStart(t *testing.T) {
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	for i := range 10 {
+		jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return h.Shell(), 1, func() {} }, 0)
+		started := make(chan struct{})
+		go func() {
+			close(started)
+			_, _ = jobs.Start(context.Background(), "alice", pluginapi.ExecRequest{Command: "exec sleep 1000"})
+		}()
+		<-started
+		time.Sleep(time.Duration(i) * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := jobs.Close(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: Close: %v", i, err)
+		}
 	}
 }

@@ -95,6 +95,12 @@ type Host struct {
 // that it provides the shell service in the shell settings namespace. On
 // failure nothing is left running.
 func Launch(ctx context.Context, opts Options) (*Host, error) {
+	return launch(ctx, opts, true)
+}
+
+// launch starts and checks a plugin; requireShell says it must provide the
+// shell service (Mount checks the set instead).
+func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error) {
 	ex := opts.Executor
 	logger := opts.Logger
 	if logger == nil {
@@ -150,15 +156,19 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 	if !ok {
 		return fail(fmt.Errorf("plugin %q is a %T, not a ShellExecutor", pluginapi.PluginName, raw))
 	}
+	// A plugin that answers the handshake and then nothing must not hold
+	// the launch (or a reload) forever.
+	ctx, cancelAnswer := context.WithTimeout(ctx, timeout)
+	defer cancelAnswer()
 	desc, err := shell.Describe(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("describe: %w", err))
 	}
-	if !slices.Contains(desc.Services, pluginapi.ServiceShell) {
+	if requireShell && !slices.Contains(desc.Services, pluginapi.ServiceShell) {
 		return fail(fmt.Errorf("executor %s does not provide the %q service (it provides %v)",
 			desc.Name, pluginapi.ServiceShell, desc.Services))
 	}
-	if desc.SettingsNamespace != pluginapi.SettingsNamespace {
+	if requireShell && desc.SettingsNamespace != pluginapi.SettingsNamespace {
 		return fail(fmt.Errorf("executor %s registers settings namespace %q, not %q",
 			desc.Name, desc.SettingsNamespace, pluginapi.SettingsNamespace))
 	}

@@ -35,7 +35,7 @@ func Mount(ctx context.Context, execs []Executor, opts Options) (*Mounted, error
 	for _, ex := range execs {
 		o := opts
 		o.Executor = ex
-		h, err := Launch(ctx, o)
+		h, err := launch(ctx, o, false)
 		if err != nil {
 			return fail(err)
 		}

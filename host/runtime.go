@@ -51,7 +51,8 @@ type Runtime struct {
 	closed   bool
 	stopping chan struct{} // closed when Close begins
 	watchers sync.WaitGroup
-	spillDir string // the runtime's own, removed on Close
+	spillDir string              // the runtime's own, removed on Close
+	gens     map[int]*generation // generations not yet gone, by number
 }
 
 // generation is one launch of the executor and the foreground runs on it.
@@ -68,10 +69,61 @@ type generation struct {
 	// its exit is expected.
 	retired     chan struct{}
 	retiredOnce sync.Once
+	// dead is closed once a plugin that died on its own has been cleaned up
+	// after: what it left is killed.
+	dead chan struct{}
 }
 
 func newGeneration(n int, h *Host) *generation {
-	return &generation{n: n, host: h, runs: map[int]context.CancelCauseFunc{}, retired: make(chan struct{})}
+	return &generation{n: n, host: h, runs: map[int]context.CancelCauseFunc{},
+		retired: make(chan struct{}), dead: make(chan struct{})}
+}
+
+// ErrClosed: the runtime was closed.
+var ErrClosed = errors.New("host: runtime closed")
+
+// deathSettleWait bounds how long a job of a dead plugin waits for the
+// runtime to kill what the plugin left, before it settles anyway.
+const deathSettleWait = 10 * time.Second
+
+// settleJob names the cause when a job ended because its plugin died, once
+// the runtime has killed what the plugin left: a job reads as killed only
+// when its processes are gone.
+func (r *Runtime) settleJob(gen int, exit pluginapi.ProcessExit) pluginapi.ProcessExit {
+	r.mu.Lock()
+	g := r.gens[gen]
+	r.mu.Unlock()
+	// A process whose end has no exit code and no signal ended unseen: its
+	// plugin may be dead (or it never spawned). Only a dead plugin matters
+	// here, and go-plugin notices one within moments.
+	if g == nil || !exit.Killed || exit.ExitCode != nil || exit.Signal != "" {
+		return exit
+	}
+	for deadline := time.Now().Add(pluginDeathNoticed); !g.host.Exited(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return exit
+		}
+	}
+	select {
+	case <-g.dead:
+		exit.KillReason = ErrPluginDied.Error()
+	case <-time.After(deathSettleWait):
+	}
+	return exit
+}
+
+// pluginDeathNoticed bounds how long settleJob waits for go-plugin to notice
+// that a plugin process exited.
+const pluginDeathNoticed = 2 * time.Second
+
+// hold keeps the current generation from being retired until release is
+// called: for calls that start something on it.
+func (r *Runtime) hold() (*generation, func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.cur
+	g.drain.Add(1)
+	return g, g.drain.Done
 }
 
 func (g *generation) retire() { g.retiredOnce.Do(func() { close(g.retired) }) }
@@ -97,11 +149,13 @@ func StartRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{opts: opts, cur: newGeneration(1, h), stopping: make(chan struct{}), spillDir: spillDir}
+	r.gens = map[int]*generation{1: r.cur}
 	r.shell = &routedShell{r: r}
-	r.jobs = NewJobs(func() (pluginapi.ShellExecutor, int) {
-		g := r.current()
-		return g.host.Shell(), g.n
+	r.jobs = NewJobs(func() (pluginapi.ShellExecutor, int, func()) {
+		g, release := r.hold()
+		return g.host.Shell(), g.n, release
 	}, opts.JobRetention)
+	r.jobs.settle = r.settleJob
 	r.watch(r.cur)
 	return r, nil
 }
@@ -132,6 +186,12 @@ func (r *Runtime) Generation() (n int, pluginPID int) {
 func (r *Runtime) Reload(ctx context.Context) error {
 	r.reload.Lock()
 	defer r.reload.Unlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	h, err := Launch(ctx, r.opts.Options)
 	if err != nil {
 		return fmt.Errorf("host: reload: the old executor stays: %w", err)
@@ -140,10 +200,11 @@ func (r *Runtime) Reload(ctx context.Context) error {
 	if r.closed {
 		r.mu.Unlock()
 		_ = h.Close(ctx)
-		return ErrJobsClosed
+		return ErrClosed
 	}
 	old := r.cur
 	r.cur = newGeneration(old.n+1, h)
+	r.gens[r.cur.n] = r.cur
 	r.mu.Unlock()
 	r.watch(r.cur)
 	return r.retire(ctx, old)
@@ -165,8 +226,14 @@ func (r *Runtime) retire(ctx context.Context, old *generation) error {
 		old.mu.Unlock()
 		<-drained
 	}
-	jobsErr := r.jobs.killGeneration(ctx, old.n, ErrReloaded.Error())
-	return errors.Join(jobsErr, old.host.Close(ctx))
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeGenerationTimeout)
+	defer cancel()
+	jobsErr := r.jobs.killGeneration(cctx, old.n, ErrReloaded.Error())
+	err := errors.Join(jobsErr, old.host.Close(cctx))
+	r.mu.Lock()
+	delete(r.gens, old.n)
+	r.mu.Unlock()
+	return err
 }
 
 // Close kills every job, stops the executor, and waits for both. Safe to
@@ -240,11 +307,15 @@ func (r *Runtime) recover(g *generation) {
 		logger = hclog.NewNullLogger()
 	}
 	killed := g.host.KillLeftovers()
+	close(g.dead)
 	logger.Warn("executor plugin exited unexpectedly; restarting it", "generation", g.n, "leftovers_killed", killed)
 	ctx, cancel := context.WithTimeout(context.Background(), closeGenerationTimeout)
 	_ = r.jobs.killGeneration(ctx, g.n, ErrPluginDied.Error())
 	_ = g.host.Close(ctx)
 	cancel()
+	r.mu.Lock()
+	delete(r.gens, g.n)
+	r.mu.Unlock()
 	for backoff := restartBackoffFirst; ; backoff = min(2*backoff, restartBackoffMost) {
 		lctx, cancel := context.WithTimeout(context.Background(), closeGenerationTimeout)
 		h, err := Launch(lctx, r.opts.Options)
@@ -257,6 +328,7 @@ func (r *Runtime) recover(g *generation) {
 				return
 			}
 			r.cur = newGeneration(g.n+1, h)
+			r.gens[r.cur.n] = r.cur
 			r.mu.Unlock()
 			r.watch(r.cur)
 			return
@@ -334,7 +406,9 @@ func (s *routedShell) RunRequest(ctx context.Context, req pluginapi.ExecRequest,
 }
 
 func (s *routedShell) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {
-	return s.r.current().host.Shell().Start(ctx, spec)
+	g, release := s.r.hold()
+	defer release()
+	return g.host.Shell().Start(ctx, spec)
 }
 
 // Close closes the runtime.

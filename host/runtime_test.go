@@ -196,6 +196,21 @@ func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 				t.Errorf("call failed: %+v %v", res, err)
 			}
 		})
+		if calls.Load()%5 == 0 { // and a job now and then
+			wg.Go(func() {
+				job, err := r.Jobs().Start(ctx, "load", pluginapi.ExecRequest{Command: "echo job"})
+				if err != nil {
+					failed.Add(1)
+					t.Errorf("job start failed: %v", err)
+					return
+				}
+				done, err := r.Jobs().Wait(ctx, "load", job.ID)
+				if err != nil || (done.State == host.JobKilled && done.Exit.KillReason != host.ErrReloaded.Error()) {
+					failed.Add(1)
+					t.Errorf("job settled as %+v %v", done, err)
+				}
+			})
+		}
 	}
 	wg.Wait()
 	reloader.Wait()
@@ -227,8 +242,12 @@ func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	done, err := r.Jobs().Wait(wctx, "alice", job.ID)
-	if err != nil || done.State != host.JobKilled || done.Exit.KillReason == "" {
-		t.Errorf("the dead plugin's job reads %+v %v, want killed with a cause", done, err)
+	if err != nil || done.State != host.JobKilled || done.Exit.KillReason != host.ErrPluginDied.Error() {
+		t.Errorf("the dead plugin's job reads %+v %v, want killed because the plugin died", done, err)
+	}
+	// A job reads as killed only once its processes are gone.
+	if alive(sleepPID) {
+		t.Errorf("the job settled while its process %d still ran", sleepPID)
 	}
 	requireGone(t, sleepPID)
 	waitGeneration(t, r, 2, "the old plugin was killed")

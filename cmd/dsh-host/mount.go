@@ -109,7 +109,9 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 		}
 		want = file.Host.Checksums[name]
 	}
-	if catalog, err := registry.Discover(dir); err == nil {
+	catalog, err := registry.Discover(dir)
+	switch {
+	case err == nil:
 		if e, err := catalog.Lookup(name, want); err == nil {
 			ex := host.Executor{Name: name, Path: e.Path}
 			if want != "" {
@@ -119,6 +121,8 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 		} else if !isNotInCatalog(err) {
 			return host.Executor{}, err
 		}
+	case !errors.Is(err, os.ErrNotExist):
+		return host.Executor{}, err // a link out of the directory, say
 	}
 	known := make([]string, 0, len(builtins))
 	for n := range builtins {
