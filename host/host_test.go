@@ -209,26 +209,39 @@ func TestLaunchRefusesAChecksumMismatch(t *testing.T) {
 
 func TestAPluginOutlivesNoHost(t *testing.T) {
 	if os.Getenv("DSH_HOST_CHILD") == "1" {
-		// The child: launch a plugin, start a sleep, print both pids, then
-		// wait to be killed.
+		// The child, a host: a runtime with a job that leaves a setsid
+		// child; it prints the plugin's pid and the escaped one's, then
+		// waits to be killed.
 		ctx := context.Background()
-		h, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "bash-local", Path: os.Getenv("DSH_PLUGIN_BIN")}})
+		r, err := host.StartRuntime(ctx, host.RuntimeOptions{
+			Options: host.Options{Executor: host.Executor{Name: "bash-local", Path: os.Getenv("DSH_PLUGIN_BIN")}},
+		})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
-		spec, _ := h.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "exec sleep 1000"})
-		p, err := h.Shell().Start(ctx, spec)
+		job, err := r.Jobs().Start(ctx, "alice", pluginapi.ExecRequest{Command: "setsid sleep 1001 & echo $!; exec sleep 1000"})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
-		_ = p
-		fmt.Println("plugin", h.PluginPID())
+		var escaped int
+		for escaped == 0 {
+			d, _, err := r.Jobs().Output(ctx, "alice", job.ID)
+			if err != nil {
+				fmt.Println("error", err)
+				os.Exit(1)
+			}
+			fmt.Sscan(d.Delta, &escaped)
+			time.Sleep(10 * time.Millisecond)
+		}
+		_, pid := r.Generation()
+		fmt.Println("plugin", pid, escaped)
 		select {}
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestAPluginOutlivesNoHost$")
-	cmd.Env = append(os.Environ(), "DSH_HOST_CHILD=1", "DSH_PLUGIN_BIN="+pluginBin)
+	// The killed host cannot remove its directories: let them be the test's.
+	cmd.Env = append(os.Environ(), "DSH_HOST_CHILD=1", "DSH_PLUGIN_BIN="+pluginBin, "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -241,9 +254,9 @@ func TestAPluginOutlivesNoHost(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	var word string
-	var pluginPID int
-	if _, err := fmt.Fscan(out, &word, &pluginPID); err != nil || word != "plugin" {
-		t.Fatalf("child said %q %d: %v", word, pluginPID, err)
+	var pluginPID, escaped int
+	if _, err := fmt.Fscan(out, &word, &pluginPID, &escaped); err != nil || word != "plugin" {
+		t.Fatalf("child said %q %d %d: %v", word, pluginPID, escaped, err)
 	}
 	children := childrenOf(pluginPID)
 	if len(children) == 0 {
@@ -254,7 +267,7 @@ func TestAPluginOutlivesNoHost(t *testing.T) {
 	}
 	killed := time.Now()
 	requireGone(t, pluginPID)
-	for _, c := range children {
+	for _, c := range append(children, escaped) {
 		requireGone(t, c)
 	}
 	if took := time.Since(killed); took > 2*time.Second {
