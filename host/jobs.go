@@ -177,10 +177,13 @@ func (j *Jobs) watch(jb *job) {
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
 	tail, err := jb.proc.ReadOutput(rctx)
-	cancel()
 	if err != nil {
 		tail = pluginapi.OutputRead{Delta: "", Lossy: true}
+	} else if r, ok := jb.proc.(pluginapi.Releaser); ok {
+		// All the job will ever say is in tail now: the executor may forget it.
+		_ = r.Release(rctx)
 	}
+	cancel()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if exit.Killed && jb.killReason != "" {

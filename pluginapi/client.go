@@ -35,6 +35,7 @@ var (
 	_ LiveRunner    = (*grpcClient)(nil)
 	_ RequestRunner = (*grpcClient)(nil)
 	_ Configurable  = (*grpcClient)(nil)
+	_ Releaser      = (*remoteProcess)(nil)
 )
 
 // NewClient returns a ShellExecutor speaking to a plugin over conn. life is
@@ -301,6 +302,14 @@ func (p *remoteProcess) ReadOutput(ctx context.Context) (OutputRead, error) {
 		Delta: string(resp.GetDelta()), Lossy: resp.GetLossy(),
 		StdoutSpillPath: resp.GetStdoutSpillPath(), StderrSpillPath: resp.GetStderrSpillPath(),
 	}, nil
+}
+
+// Release forgets the finished process in the plugin.
+func (p *remoteProcess) Release(ctx context.Context) error {
+	if _, err := p.c.client.Release(ctx, &pb.ReleaseRequest{ProcessId: p.id}); err != nil {
+		return fromStatus(ctx, err)
+	}
+	return nil
 }
 
 func (p *remoteProcess) Wait(ctx context.Context) (ProcessExit, error) {

@@ -79,6 +79,14 @@ func RunRequest(ctx context.Context, x ShellExecutor, req ExecRequest, onOutput 
 	return res, err
 }
 
+// Releaser is implemented by a ShellProcess that can be forgotten once it
+// has finished and its owner has read what it wanted: what the executor
+// keeps of it (its unread output) goes. A process still running is not
+// released.
+type Releaser interface {
+	Release(ctx context.Context) error
+}
+
 // ShellProcess is a background process started by ShellExecutor.Start.
 type ShellProcess interface {
 	// ID names the process within its executor.

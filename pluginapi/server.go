@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
 	"google.golang.org/grpc/codes"
@@ -212,4 +213,35 @@ func (s *grpcServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*
 		return nil, toStatus(err)
 	}
 	return &pb.ConfigureResponse{}, nil
+}
+
+func (s *grpcServer) Release(ctx context.Context, req *pb.ReleaseRequest) (*pb.ReleaseResponse, error) {
+	p, err := s.process(req.GetProcessId())
+	if err != nil {
+		return nil, err
+	}
+	if !finished(ctx, p) {
+		return nil, toStatus(fmt.Errorf("%w: process %q is still running", ErrInvalidRequest, req.GetProcessId()))
+	}
+	if r, ok := p.(Releaser); ok {
+		if err := r.Release(ctx); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.procs, req.GetProcessId())
+	s.mu.Unlock()
+	return &pb.ReleaseResponse{}, nil
+}
+
+// finishedWithin is how long finished waits for a process's Wait: one that
+// has finished answers at once.
+const finishedWithin = 50 * time.Millisecond
+
+// finished reports whether p has finished.
+func finished(ctx context.Context, p ShellProcess) bool {
+	ctx, cancel := context.WithTimeout(ctx, finishedWithin)
+	defer cancel()
+	_, err := p.Wait(ctx)
+	return err == nil
 }

@@ -2,6 +2,7 @@ package pluginapitest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -107,6 +108,31 @@ var backgroundCases = []suiteCase{
 		}
 		if r, _ := p.ReadOutput(e.ctx); r.Delta != "" {
 			e.t.Errorf("a read after everything was read returned %q", r.Delta)
+		}
+	}},
+	{"background/a finished process can be released, a running one cannot", func(e *env) {
+		running, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.Sleep(1000)}))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r, ok := running.(pluginapi.Releaser)
+		if !ok {
+			e.t.Skip("the process handle is not a Releaser")
+		}
+		if err := r.Release(e.ctx); err == nil {
+			e.t.Errorf("a running process was released")
+		}
+		if _, err := running.Kill(e.ctx); err != nil {
+			e.t.Fatal(err)
+		}
+		if _, err := running.Wait(e.ctx); err != nil {
+			e.t.Fatal(err)
+		}
+		if err := r.Release(e.ctx); err != nil {
+			e.t.Fatalf("Release of a finished process: %v", err)
+		}
+		if _, err := running.ReadOutput(e.ctx); !errors.Is(err, pluginapi.ErrUnknownProcess) {
+			e.t.Errorf("ReadOutput after Release: %v, want ErrUnknownProcess", err)
 		}
 	}},
 	{"background/stderr comes in a marked section", func(e *env) {

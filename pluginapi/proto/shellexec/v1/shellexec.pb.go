@@ -1747,6 +1747,86 @@ func (*ConfigureResponse) Descriptor() ([]byte, []int) {
 	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
 }
 
+type ReleaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessId     string                 `protobuf:"bytes,1,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseRequest) Reset() {
+	*x = ReleaseRequest{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseRequest) ProtoMessage() {}
+
+func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseRequest) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ReleaseRequest) GetProcessId() string {
+	if x != nil {
+		return x.ProcessId
+	}
+	return ""
+}
+
+type ReleaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseResponse) Reset() {
+	*x = ReleaseResponse{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseResponse) ProtoMessage() {}
+
+func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseResponse) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{28}
+}
+
 var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
@@ -1889,11 +1969,15 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\rCloseResponse\"7\n" +
 	"\x10ConfigureRequest\x12#\n" +
 	"\rsettings_json\x18\x01 \x01(\fR\fsettingsJson\"\x13\n" +
-	"\x11ConfigureResponse*F\n" +
+	"\x11ConfigureResponse\"/\n" +
+	"\x0eReleaseRequest\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\x01 \x01(\tR\tprocessId\"\x11\n" +
+	"\x0fReleaseResponse*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
-	"\rSTREAM_STDERR\x10\x022\xc6\x05\n" +
+	"\rSTREAM_STDERR\x10\x022\x96\x06\n" +
 	"\rShellExecutor\x12Q\n" +
 	"\bDescribe\x12!.dsh.shellexec.v1.DescribeRequest\x1a\".dsh.shellexec.v1.DescribeResponse\x12N\n" +
 	"\aResolve\x12 .dsh.shellexec.v1.ResolveRequest\x1a!.dsh.shellexec.v1.ResolveResponse\x12A\n" +
@@ -1904,7 +1988,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x04Kill\x12\x1d.dsh.shellexec.v1.KillRequest\x1a\x1e.dsh.shellexec.v1.KillResponse\x12E\n" +
 	"\x04Wait\x12\x1d.dsh.shellexec.v1.WaitRequest\x1a\x1e.dsh.shellexec.v1.WaitResponse\x12H\n" +
 	"\x05Close\x12\x1e.dsh.shellexec.v1.CloseRequest\x1a\x1f.dsh.shellexec.v1.CloseResponse\x12T\n" +
-	"\tConfigure\x12\".dsh.shellexec.v1.ConfigureRequest\x1a#.dsh.shellexec.v1.ConfigureResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
+	"\tConfigure\x12\".dsh.shellexec.v1.ConfigureRequest\x1a#.dsh.shellexec.v1.ConfigureResponse\x12N\n" +
+	"\aRelease\x12 .dsh.shellexec.v1.ReleaseRequest\x1a!.dsh.shellexec.v1.ReleaseResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
 
 var (
 	file_shellexec_v1_shellexec_proto_rawDescOnce sync.Once
@@ -1919,7 +2004,7 @@ func file_shellexec_v1_shellexec_proto_rawDescGZIP() []byte {
 }
 
 var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(Stream)(0),                // 0: dsh.shellexec.v1.Stream
 	(*DescribeRequest)(nil),    // 1: dsh.shellexec.v1.DescribeRequest
@@ -1949,16 +2034,18 @@ var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(*CloseResponse)(nil),      // 25: dsh.shellexec.v1.CloseResponse
 	(*ConfigureRequest)(nil),   // 26: dsh.shellexec.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),  // 27: dsh.shellexec.v1.ConfigureResponse
-	nil,                        // 28: dsh.shellexec.v1.ExecRequest.EnvEntry
-	nil,                        // 29: dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	nil,                        // 30: dsh.shellexec.v1.ExecSpec.EnvEntry
-	nil,                        // 31: dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	(*ReleaseRequest)(nil),     // 28: dsh.shellexec.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),    // 29: dsh.shellexec.v1.ReleaseResponse
+	nil,                        // 30: dsh.shellexec.v1.ExecRequest.EnvEntry
+	nil,                        // 31: dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	nil,                        // 32: dsh.shellexec.v1.ExecSpec.EnvEntry
+	nil,                        // 33: dsh.shellexec.v1.ExecSpec.DshEnvEntry
 }
 var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
-	28, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
-	29, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	30, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
-	31, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	30, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
+	31, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	32, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
+	33, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
 	3,  // 4: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
 	4,  // 5: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
 	8,  // 6: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
@@ -1982,17 +2069,19 @@ var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
 	21, // 24: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
 	24, // 25: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
 	26, // 26: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
-	2,  // 27: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	6,  // 28: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	11, // 29: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	16, // 30: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	18, // 31: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	20, // 32: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	23, // 33: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	25, // 34: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	27, // 35: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
-	27, // [27:36] is the sub-list for method output_type
-	18, // [18:27] is the sub-list for method input_type
+	28, // 27: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
+	2,  // 28: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	6,  // 29: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	11, // 30: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	16, // 31: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	18, // 32: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	20, // 33: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	23, // 34: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	25, // 35: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	27, // 36: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
+	29, // 37: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -2019,7 +2108,7 @@ func file_shellexec_v1_shellexec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shellexec_v1_shellexec_proto_rawDesc), len(file_shellexec_v1_shellexec_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

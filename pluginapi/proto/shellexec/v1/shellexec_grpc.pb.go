@@ -38,6 +38,7 @@ const (
 	ShellExecutor_Wait_FullMethodName       = "/dsh.shellexec.v1.ShellExecutor/Wait"
 	ShellExecutor_Close_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/Close"
 	ShellExecutor_Configure_FullMethodName  = "/dsh.shellexec.v1.ShellExecutor/Configure"
+	ShellExecutor_Release_FullMethodName    = "/dsh.shellexec.v1.ShellExecutor/Release"
 )
 
 // ShellExecutorClient is the client API for ShellExecutor service.
@@ -67,6 +68,9 @@ type ShellExecutorClient interface {
 	Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
 	// Configure hands the executor its settings section.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
+	// Release forgets a finished background process: its buffers go. Reading
+	// it afterwards fails as an unknown process.
+	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 }
 
 type shellExecutorClient struct {
@@ -170,6 +174,16 @@ func (c *shellExecutorClient) Configure(ctx context.Context, in *ConfigureReques
 	return out, nil
 }
 
+func (c *shellExecutorClient) Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseResponse)
+	err := c.cc.Invoke(ctx, ShellExecutor_Release_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShellExecutorServer is the server API for ShellExecutor service.
 // All implementations must embed UnimplementedShellExecutorServer
 // for forward compatibility.
@@ -197,6 +211,9 @@ type ShellExecutorServer interface {
 	Close(context.Context, *CloseRequest) (*CloseResponse, error)
 	// Configure hands the executor its settings section.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
+	// Release forgets a finished background process: its buffers go. Reading
+	// it afterwards fails as an unknown process.
+	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	mustEmbedUnimplementedShellExecutorServer()
 }
 
@@ -233,6 +250,9 @@ func (UnimplementedShellExecutorServer) Close(context.Context, *CloseRequest) (*
 }
 func (UnimplementedShellExecutorServer) Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Configure not implemented")
+}
+func (UnimplementedShellExecutorServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
 }
 func (UnimplementedShellExecutorServer) mustEmbedUnimplementedShellExecutorServer() {}
 func (UnimplementedShellExecutorServer) testEmbeddedByValue()                       {}
@@ -406,6 +426,24 @@ func _ShellExecutor_Configure_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShellExecutor_Release_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShellExecutorServer).Release(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShellExecutor_Release_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShellExecutorServer).Release(ctx, req.(*ReleaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShellExecutor_ServiceDesc is the grpc.ServiceDesc for ShellExecutor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -444,6 +482,10 @@ var ShellExecutor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Configure",
 			Handler:    _ShellExecutor_Configure_Handler,
+		},
+		{
+			MethodName: "Release",
+			Handler:    _ShellExecutor_Release_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
