@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,5 +180,53 @@ func TestJobsCloseRacingStart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: Close: %v", i, err)
 		}
+	}
+}
+
+// releaseCounter passes everything to a real executor and counts the
+// Releases of the processes it started.
+type releaseCounter struct {
+	pluginapi.ShellExecutor
+	released *atomic.Int64
+}
+
+type countedProcess struct {
+	pluginapi.ShellProcess
+	released *atomic.Int64
+}
+
+func (c releaseCounter) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {
+	p, err := c.ShellExecutor.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return countedProcess{p, c.released}, nil
+}
+
+func (p countedProcess) Release(ctx context.Context) error {
+	p.released.Add(1)
+	return p.ShellProcess.(pluginapi.Releaser).Release(ctx)
+}
+
+// A finished job is released in the executor once its last output is kept.
+func TestAFinishedJobIsReleasedInTheExecutor(t *testing.T) {
+	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	var released atomic.Int64
+	shell := releaseCounter{h.Shell(), &released}
+	jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return shell, 1, func() {} }, 0)
+	t.Cleanup(func() { _ = jobs.Close(context.Background()) })
+	ctx := context.Background()
+	info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "echo kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.Wait(ctx, "alice", info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if released.Load() != 1 {
+		t.Errorf("%d releases, want 1", released.Load())
+	}
+	if r, _, err := jobs.Output(ctx, "alice", info.ID); err != nil || r.Delta != "kept\n" {
+		t.Errorf("output after the release: %q %v", r.Delta, err)
 	}
 }
