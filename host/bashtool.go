@@ -1,0 +1,178 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// ErrToolInput: a bash tool call the tool cannot take (a missing command, a
+// negative timeout, a field the mounted executor does not offer).
+var ErrToolInput = errors.New("host: bash tool input")
+
+// ErrEscalationDenied: a call asked to run outside the sandbox, and no
+// approver said yes.
+var ErrEscalationDenied = errors.New("host: escalation denied")
+
+// BashInput is a call of the model-facing bash tool.
+type BashInput struct {
+	Command         string `json:"command"`
+	TimeoutMs       int64  `json:"timeout,omitempty"`
+	Description     string `json:"description,omitempty"`
+	RunInBackground bool   `json:"run_in_background,omitempty"`
+	// SandboxPermissions and Justification exist only when the mounted
+	// executor sandboxes.
+	SandboxPermissions string `json:"sandbox_permissions,omitempty"`
+	Justification      string `json:"justification,omitempty"`
+}
+
+// RequireEscalated is the sandbox_permissions value that asks to run
+// outside the sandbox.
+const RequireEscalated = "require_escalated"
+
+// BashTool is the model-facing bash tool over a mounted executor: its input
+// schema and its rendering contract, the same for MCP and for a Go host.
+type BashTool struct {
+	shell   pluginapi.ShellExecutor
+	jobs    *Jobs
+	sandbox pluginapi.SandboxMode
+}
+
+// NewBashTool returns the bash tool over shell, starting background calls
+// as jobs. It asks the executor whether it sandboxes, which decides whether
+// the tool offers sandbox_permissions and justification.
+func NewBashTool(ctx context.Context, shell pluginapi.ShellExecutor, jobs *Jobs) (*BashTool, error) {
+	d, err := shell.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &BashTool{shell: shell, jobs: jobs, sandbox: d.SandboxMode}, nil
+}
+
+// InputSchema is the JSON Schema of the tool's input.
+func (t *BashTool) InputSchema() json.RawMessage {
+	props := map[string]any{
+		"command":           map[string]any{"type": "string", "description": "The bash command to run."},
+		"timeout":           map[string]any{"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (capped by the executor; default 120000)."},
+		"description":       map[string]any{"type": "string", "description": "What the command does, in a few words."},
+		"run_in_background": map[string]any{"type": "boolean", "description": "Run as a background job; read it with job_output."},
+	}
+	if t.sandbox != pluginapi.SandboxNone {
+		props["sandbox_permissions"] = map[string]any{
+			"type": "string", "enum": []string{"use_default", RequireEscalated},
+			"description": "require_escalated asks to run outside the sandbox (" + string(t.sandbox) + "); a person must approve.",
+		}
+		props["justification"] = map[string]any{"type": "string", "description": "Why the command needs to run outside the sandbox."}
+	}
+	schema, _ := json.Marshal(map[string]any{
+		"type": "object", "properties": props, "required": []string{"command"}, "additionalProperties": false,
+	})
+	return schema
+}
+
+// Call runs a tool call for owner and returns the text for the model: the
+// rendered result of a foreground command, or how to follow a background
+// job. A command that ran and failed is a result, not an error; the error
+// is for calls that could not run (bad input, a denied escalation, an
+// infrastructure failure).
+func (t *BashTool) Call(ctx context.Context, owner string, in BashInput) (string, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return "", fmt.Errorf("%w: command is required", ErrToolInput)
+	}
+	if in.TimeoutMs < 0 {
+		return "", fmt.Errorf("%w: timeout %d is negative", ErrToolInput, in.TimeoutMs)
+	}
+	if in.SandboxPermissions != "" && t.sandbox == pluginapi.SandboxNone {
+		return "", fmt.Errorf("%w: sandbox_permissions: the mounted executor does not sandbox", ErrToolInput)
+	}
+	if in.SandboxPermissions == RequireEscalated {
+		return "", fmt.Errorf("%w: no approver is configured", ErrEscalationDenied)
+	}
+	req := pluginapi.ExecRequest{Command: in.Command, TimeoutMs: in.TimeoutMs}
+	if in.RunInBackground {
+		job, err := t.jobs.Start(ctx, owner, req)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Started background job %s. Read its output with job_output (job_id %q); stop it with job_kill.", job.ID, job.ID), nil
+	}
+	res, err := pluginapi.RunRequest(ctx, t.shell, req, nil)
+	if err != nil {
+		return "", err
+	}
+	return RenderResult(res), nil
+}
+
+// RenderResult renders a run for a model: the output cleaned of terminal
+// control (the spill file keeps the raw bytes), stderr in a marked section,
+// notes on truncation and interruption, then the exit marker, which
+// pluginapi.ParseExitStatus reads back.
+func RenderResult(res pluginapi.RunResult) string {
+	var b strings.Builder
+	b.WriteString(CleanOutput(res.Stdout.Text))
+	if res.Stderr.Text != "" {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString(pluginapi.StderrSectionHeader)
+		b.WriteString(CleanOutput(res.Stderr.Text))
+	}
+	var notes []string
+	for _, o := range []struct {
+		name string
+		out  pluginapi.CollectedOutput
+	}{{"stdout", res.Stdout}, {"stderr", res.Stderr}} {
+		if !o.out.Truncated {
+			continue
+		}
+		note := fmt.Sprintf("[%s truncated: %d bytes in all", o.name, o.out.TotalBytes)
+		if o.out.SpillPath != "" {
+			note += "; the full output is in " + o.out.SpillPath
+		}
+		notes = append(notes, note+"]")
+	}
+	if res.TimedOut {
+		notes = append(notes, fmt.Sprintf("[timed out after %d ms; the command and its processes were killed]", res.TimeoutMs))
+	}
+	if res.Aborted {
+		notes = append(notes, "[aborted: "+res.AbortReason+"]")
+	}
+	body := b.String()
+	if len(notes) > 0 {
+		if body != "" && !strings.HasSuffix(body, "\n") {
+			body += "\n"
+		}
+		body += strings.Join(notes, "\n")
+	}
+	return pluginapi.Render(strings.TrimSuffix(body, "\n"), res.ExitStatus())
+}
+
+var (
+	// ansiSequence matches CSI and OSC escape sequences, and two-byte
+	// escapes.
+	ansiSequence = regexp.MustCompile(`\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
+)
+
+// CleanOutput removes what only a terminal needs: ANSI escape sequences, and
+// the lines a carriage return overwrote (progress bars keep their last
+// state).
+func CleanOutput(s string) string {
+	s = ansiSequence.ReplaceAllString(s, "")
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		if j := strings.LastIndexByte(strings.TrimRight(line, "\r"), '\r'); j >= 0 {
+			line = line[j+1:]
+		}
+		lines[i] = strings.TrimRight(line, "\r")
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,128 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// bashTool returns the bash tool over a fresh runtime.
+func bashTool(t *testing.T) (*host.BashTool, *host.Runtime) {
+	t.Helper()
+	r := runtimeOn(t, pluginBin, 0)
+	tool, err := host.NewBashTool(context.Background(), r.Shell(), r.Jobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool, r
+}
+
+func TestBashToolSchemaHasNoEscalationWithoutASandbox(t *testing.T) {
+	tool, _ := bashTool(t)
+	var schema struct {
+		Properties map[string]any `json:"properties"`
+		Required   []string       `json:"required"`
+	}
+	if err := json.Unmarshal(tool.InputSchema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"command", "timeout", "description", "run_in_background"} {
+		if schema.Properties[want] == nil {
+			t.Errorf("the schema lacks %s", want)
+		}
+	}
+	for _, absent := range []string{"sandbox_permissions", "justification"} {
+		if schema.Properties[absent] != nil {
+			t.Errorf("bash-local does not sandbox, yet the schema offers %s", absent)
+		}
+	}
+	if len(schema.Required) != 1 || schema.Required[0] != "command" {
+		t.Errorf("required %v, want [command]", schema.Required)
+	}
+}
+
+func TestBashToolRendersForAModel(t *testing.T) {
+	tool, _ := bashTool(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, command string
+		timeoutMs     int64
+		wantBody      string
+		wantStatus    pluginapi.ExitStatus
+	}{
+		{"exit marker", "echo hi; exit 3", 0, "hi", pluginapi.ExitStatus{ExitCode: 3}},
+		{"clean exit", "echo fine", 0, "fine", pluginapi.ExitStatus{}},
+		{"colours stripped", `printf '\033[31mred\033[0m and \033]0;title\007plain\n'`, 0, "red and plain", pluginapi.ExitStatus{}},
+		{"progress redraws kept at their last state", `printf '10%%\r50%%\r100%%\ndone\n'`, 0, "100%\ndone", pluginapi.ExitStatus{}},
+		{"stderr marked", "echo out; echo err >&2", 0, "out\n[stderr]\nerr", pluginapi.ExitStatus{}},
+		{"timeout noted", "sleep 10", 300, "[timed out after 300 ms; the command and its processes were killed]", pluginapi.ExitStatus{Signal: "SIGTERM"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, err := tool.Call(ctx, "agent", host.BashInput{Command: tc.command, TimeoutMs: tc.timeoutMs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, st := pluginapi.ParseExitStatus(text)
+			if body != tc.wantBody || st != tc.wantStatus {
+				t.Errorf("rendered %q: body %q status %+v, want %q %+v", text, body, st, tc.wantBody, tc.wantStatus)
+			}
+		})
+	}
+}
+
+func TestBashToolNotesTruncationWithTheSpillPath(t *testing.T) {
+	tool, _ := bashTool(t)
+	text, err := tool.Call(context.Background(), "agent", host.BashInput{Command: "seq 1 100000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := pluginapi.ParseExitStatus(text)
+	if !strings.Contains(body, "[stdout truncated: 588895 bytes in all; the full output is in /") {
+		t.Errorf("no truncation note with the spill path:\n...%s", body[max(0, len(body)-300):])
+	}
+	if !strings.HasPrefix(body, "1\n2\n3\n") {
+		t.Errorf("the head is lost: %q", body[:20])
+	}
+}
+
+func TestBashToolRunsInTheBackground(t *testing.T) {
+	tool, r := bashTool(t)
+	ctx := context.Background()
+	text, err := tool.Call(ctx, "agent", host.BashInput{Command: "echo from the job", RunInBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := r.Jobs().List("agent")
+	if len(jobs) != 1 || !strings.Contains(text, string(jobs[0].ID)) {
+		t.Fatalf("text %q, jobs %+v: want the job id named", text, jobs)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := r.Jobs().Wait(wctx, "agent", jobs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, _ := r.Jobs().Output(ctx, "agent", jobs[0].ID); out.Delta != "from the job\n" {
+		t.Errorf("job output %q", out.Delta)
+	}
+}
+
+func TestBashToolRefusesBadInput(t *testing.T) {
+	tool, _ := bashTool(t)
+	ctx := context.Background()
+	for _, in := range []host.BashInput{
+		{},
+		{Command: "  "},
+		{Command: "true", TimeoutMs: -1},
+		{Command: "true", SandboxPermissions: host.RequireEscalated},
+	} {
+		if _, err := tool.Call(ctx, "agent", in); !errors.Is(err, host.ErrToolInput) {
+			t.Errorf("Call(%+v): %v, want ErrToolInput", in, err)
+		}
+	}
+}
