@@ -436,3 +436,15 @@ func (r *Runtime) ReloadOnSignal(ctx context.Context, sigs ...os.Signal) {
 		}
 	}
 }
+
+// Configure hands the executor new settings (its section, as JSON), now
+// and at every later launch: reloads and restarts keep them.
+func (r *Runtime) Configure(ctx context.Context, settings []byte) error {
+	r.reload.Lock()
+	defer r.reload.Unlock()
+	if err := r.current().host.Configure(ctx, settings); err != nil {
+		return err
+	}
+	r.opts.Settings = settings
+	return nil
+}

@@ -29,6 +29,7 @@ const usage = `usage:
   dsh-host run [--executor NAME|PATH] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND
   dsh-host plugins [--plugin-dir DIR]
   dsh-host config --dump [--settings FILE] [--executor NAME|PATH]
+  dsh-host mcp [--executor NAME|PATH] [--settings FILE] [--watch]
 
 run: runs COMMAND with bash through an executor plugin and prints its output,
 then the exit marker. Exits with the command's status, 124 when it timed out,
@@ -37,6 +38,10 @@ then the exit marker. Exits with the command's status, 124 when it timed out,
 plugins: lists the executors that can be mounted, built in and in the plugin
 directory (default: plugins/ beside this binary, or $DSH_PLUGIN_DIR), with
 their version, sandbox mode, path and SHA-256.
+
+mcp: serves the bash tool and the job tools (job_output, job_kill, jobs) to an
+MCP client on stdio. SIGHUP reloads the executor; --watch reloads it when its
+plugin binary changes.
 
 config --dump: prints the effective configuration, the mounted executor, and
 where each value came from.
@@ -66,6 +71,8 @@ func dispatch(args []string) int {
 		return pluginsCmd(args[1:])
 	case "config":
 		return configCmd(args[1:])
+	case "mcp":
+		return mcpCmd(args[1:])
 	case "plugin":
 		return pluginCmd(args[1:])
 	case "-h", "--help", "help":

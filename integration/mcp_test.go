@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpSession starts `dsh-host mcp` tagged tag and connects the SDK's client
+// to it; closing the session (at the end of the test) closes its stdin.
+func mcpSession(t *testing.T, tag string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(bins.host, "mcp")
+	cmd.Env = append(os.Environ(), tagVar+"="+tag)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-host-test", Version: "0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// call calls a tool and returns its text and whether it is an error result.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+func TestMCPListsTheFourTools(t *testing.T) {
+	cs := mcpSession(t, scenario(t))
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.Name == "bash" {
+			schema, _ := tool.InputSchema.(map[string]any)
+			props, _ := schema["properties"].(map[string]any)
+			if props["command"] == nil || props["sandbox_permissions"] != nil {
+				t.Errorf("bash schema %v: want command, and no escalation under bash-local", schema)
+			}
+		}
+	}
+	if strings.Join(names, ",") != "bash,job_kill,job_output,jobs" {
+		t.Errorf("tools %v", names)
+	}
+}
+
+func TestMCPBash(t *testing.T) {
+	cs := mcpSession(t, scenario(t))
+	text, isErr := call(t, cs, "bash", map[string]any{"command": "echo hi; exit 3"})
+	if isErr || !strings.HasPrefix(text, "hi") || !strings.HasSuffix(text, "\n[exit code: 3]") {
+		t.Errorf("bash: %q (error %v)", text, isErr)
+	}
+	for _, bad := range []map[string]any{{}, {"command": 42}, {"command": "true", "timeout": "soon"}, {"command": "true", "nope": 1}} {
+		if text, isErr := call(t, cs, "bash", bad); !isErr {
+			t.Errorf("bash %v: %q, want a tool error", bad, text)
+		}
+	}
+	if text, _ := call(t, cs, "bash", map[string]any{"command": "echo still serving"}); text != "still serving" {
+		t.Errorf("after bad calls: %q", text)
+	}
+}
+
+var (
+	jobIDPattern  = regexp.MustCompile(`job-\d+`)
+	noticePattern = regexp.MustCompile(`(?m)^\[background job job-\d+ [^\]]*\]\n`)
+)
+
+func TestMCPBackgroundJob(t *testing.T) {
+	cs := mcpSession(t, scenario(t))
+	text, isErr := call(t, cs, "bash", map[string]any{
+		"command": "for i in $(seq 5); do echo $i; sleep 0.2; done", "run_in_background": true,
+	})
+	id := jobIDPattern.FindString(text)
+	if isErr || id == "" {
+		t.Fatalf("bash in the background: %q", text)
+	}
+	var out strings.Builder
+	sawNotice := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		text, isErr := call(t, cs, "job_output", map[string]any{"job_id": id, "wait_ms": 1000})
+		if isErr {
+			t.Fatalf("job_output: %q", text)
+		}
+		sawNotice = sawNotice || strings.Contains(text, "[background job "+id+" exited with code 0]")
+		text = noticePattern.ReplaceAllString(text, "") // completion notices lead a result
+		body, status, _ := strings.Cut(text, "\n[job "+id+": ")
+		if strings.HasPrefix(text, "[job "+id+": ") {
+			body, status = "", strings.TrimPrefix(text, "[job "+id+": ")
+		}
+		out.WriteString(body)
+		if !strings.HasPrefix(status, "running") {
+			break
+		}
+	}
+	if got := out.String(); got != "1\n2\n3\n4\n5\n" {
+		t.Errorf("the job's output across job_output calls: %q", got)
+	}
+	if !sawNotice {
+		if text, _ := call(t, cs, "jobs", nil); !strings.Contains(text, "[background job "+id+" exited with code 0]") {
+			t.Errorf("no completion notice reached the client: %q", text)
+		}
+	}
+}
+
+// Closing the client's stdin ends dsh-host mcp with its teardown: the
+// running job's process goes too (scenario checks /proc).
+func TestMCPTeardownOnStdinClose(t *testing.T) {
+	cs := mcpSession(t, scenario(t))
+	if text, isErr := call(t, cs, "bash", map[string]any{"command": "setsid sleep 1001 & exec sleep 1000", "run_in_background": true}); isErr {
+		t.Fatalf("bash: %q", text)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+}
+
+func TestMCPJobKill(t *testing.T) {
+	cs := mcpSession(t, scenario(t))
+	text, _ := call(t, cs, "bash", map[string]any{"command": "sleep 1000", "run_in_background": true})
+	id := jobIDPattern.FindString(text)
+	if text, isErr := call(t, cs, "job_kill", map[string]any{"job_id": id}); isErr || !strings.Contains(text, "killed") {
+		t.Errorf("job_kill: %q", text)
+	}
+	if text, _ := call(t, cs, "jobs", nil); !strings.Contains(text, id) || strings.Contains(text, "running") {
+		t.Errorf("jobs after the kill: %q", text)
+	}
+}
