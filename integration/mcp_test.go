@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,9 +16,16 @@ import (
 
 // mcpSession starts `dsh-host mcp` tagged tag and connects the SDK's client
 // to it; closing the session (at the end of the test) closes its stdin.
-func mcpSession(t *testing.T, tag string) *mcp.ClientSession {
+func mcpSession(t *testing.T, tag string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(bins.host, "mcp")
+	cs, _ := mcpSessionCmd(t, tag, args...)
+	return cs
+}
+
+// mcpSessionCmd is mcpSession, with the dsh-host mcp process.
+func mcpSessionCmd(t *testing.T, tag string, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(bins.host, append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), tagVar+"="+tag)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -26,7 +35,7 @@ func mcpSession(t *testing.T, tag string) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return cs, cmd
 }
 
 // call calls a tool and returns its text and whether it is an error result.
@@ -149,4 +158,52 @@ func TestMCPJobKill(t *testing.T) {
 	if text, _ := call(t, cs, "jobs", nil); !strings.Contains(text, id) || strings.Contains(text, "running") {
 		t.Errorf("jobs after the kill: %q", text)
 	}
+}
+
+// waitNewPlugin calls bash until the command's parent (the plugin) is not
+// old, and returns the new one.
+func waitNewPlugin(t *testing.T, cs *mcp.ClientSession, old string) string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if now, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != old {
+			return now
+		}
+	}
+	t.Fatalf("the plugin is still %s", old)
+	return ""
+}
+
+// SIGHUP to dsh-host mcp reloads the executor: the next command runs under
+// a new plugin process.
+func TestMCPReloadsOnSIGHUP(t *testing.T) {
+	cs, cmd := mcpSessionCmd(t, scenario(t))
+	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitNewPlugin(t, cs, before)
+}
+
+// --watch reloads the executor when its plugin binary is replaced by an
+// atomic rename, as a build does.
+func TestMCPWatchReloadsOnANewBinary(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(bins.plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "dsh-executor-bash-local")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cs := mcpSession(t, scenario(t), "--executor", bin, "--watch")
+	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	next := filepath.Join(dir, ".next")
+	if err := os.WriteFile(next, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, bin); err != nil {
+		t.Fatal(err)
+	}
+	waitNewPlugin(t, cs, before)
 }
