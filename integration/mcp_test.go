@@ -207,3 +207,39 @@ func TestMCPWatchReloadsOnANewBinary(t *testing.T) {
 	}
 	waitNewPlugin(t, cs, before)
 }
+
+// Cancelling a foreground call (notifications/cancelled) aborts the command:
+// the call returns promptly, and the sleep is gone (scenario checks /proc).
+func TestMCPCancelAbortsTheCommand(t *testing.T) {
+	tag := scenario(t)
+	cs := mcpSession(t, tag)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 1000"}})
+	if err == nil {
+		t.Fatal("the cancelled call succeeded")
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the cancelled call returned after %s", took)
+	}
+	if text, _ := call(t, cs, "bash", map[string]any{"command": "echo serving"}); text != "serving" {
+		t.Errorf("after the cancel: %q", text)
+	}
+	// The session stays open here: the sleep must go because the call was
+	// cancelled, not because the server closed.
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var sleeps []int
+		for _, pid := range ours(tag) {
+			if argv := argvOf(pid); len(argv) > 0 && argv[0] == "sleep" {
+				sleeps = append(sleeps, pid)
+			}
+		}
+		if len(sleeps) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep %v outlived the cancelled call", sleeps)
+		}
+	}
+}
