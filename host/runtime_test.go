@@ -214,7 +214,9 @@ func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 	}
 	wg.Wait()
 	reloader.Wait()
-	if failed.Load() != 0 || calls.Load() < 400 || reloads.Load() < 15 {
+	// A reload is attempted every 500 ms; on a loaded machine one may take
+	// longer, so only ask that reloads really happened during the load.
+	if failed.Load() != 0 || calls.Load() < 400 || reloads.Load() < 8 {
 		t.Errorf("%d of %d calls failed, %d reloads", failed.Load(), calls.Load(), reloads.Load())
 	}
 	t.Logf("%d calls, %d reloads", calls.Load(), reloads.Load())
