@@ -37,7 +37,7 @@ func mcpCmd(args []string) int {
 	fs.Var(&mf.executors, "executor", "executor to mount (as for run; one)")
 	fs.StringVar(&mf.settings, "settings", "", "settings file (default: $DSH_SETTINGS)")
 	watch := fs.Bool("watch", false, "reload the executor when its binary changes")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || len(mf.executors) > 1 {
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: dsh-host mcp [--executor NAME|PATH] [--settings FILE] [--watch]")
 		return exitUsage
 	}
@@ -48,7 +48,7 @@ func mcpCmd(args []string) int {
 	if v := os.Getenv("DSH_LOG_LEVEL"); v != "" {
 		logger.SetLevel(hclog.LevelFromString(v))
 	}
-	r, err := startRuntime(ctx, &mf, logger)
+	r, ex, err := startRuntime(ctx, &mf, logger)
 	if err != nil {
 		return cannot(err)
 	}
@@ -66,8 +66,7 @@ func mcpCmd(args []string) int {
 
 	go r.ReloadOnSignal(ctx, syscall.SIGHUP)
 	if *watch {
-		ex, err := resolveExecutor(firstOr(mf.executors, defaultExecutor), nil)
-		if err == nil && len(ex.Args) == 0 {
+		if len(ex.Args) == 0 {
 			go func() {
 				if err := r.WatchBinary(ctx, ex.Path, 0); err != nil {
 					logger.Error("watching the executor binary", "error", err)
@@ -90,25 +89,18 @@ func mcpCmd(args []string) int {
 
 // startRuntime mounts the executor of mf in a Runtime and applies the
 // settings file's shell section, checked against the executor's schema.
-func startRuntime(ctx context.Context, mf *mountFlags, logger hclog.Logger) (*host.Runtime, error) {
-	var file *host.SettingsFile
-	if path := mf.settingsPath(); path != "" {
-		var err error
-		if file, err = host.LoadSettingsFile(path); err != nil {
-			return nil, err
-		}
-	}
-	name := firstOr(mf.executors, defaultExecutor)
-	if len(mf.executors) == 0 && file != nil && len(file.Host.Executor) > 0 {
-		name = file.Host.Executor[0]
-	}
-	ex, err := resolveExecutor(name, file)
+func startRuntime(ctx context.Context, mf *mountFlags, logger hclog.Logger) (*host.Runtime, host.Executor, error) {
+	file, execs, err := mf.load()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, host.Executor{}, err
 	}
+	if len(execs) != 1 {
+		return nil, host.Executor{}, fmt.Errorf("%w: mcp mounts one executor, not %d", errUsage, len(execs))
+	}
+	ex := execs[0]
 	r, err := host.StartRuntime(ctx, host.RuntimeOptions{Options: host.Options{Executor: ex, Logger: logger}})
 	if err != nil {
-		return nil, err
+		return nil, ex, err
 	}
 	if file != nil {
 		d, err := r.Shell().Describe(ctx)
@@ -120,17 +112,10 @@ func startRuntime(ctx context.Context, mf *mountFlags, logger hclog.Logger) (*ho
 		}
 		if err != nil {
 			_ = r.Close(context.WithoutCancel(ctx))
-			return nil, err
+			return nil, ex, err
 		}
 	}
-	return r, nil
-}
-
-func firstOr(list []string, def string) string {
-	if len(list) > 0 {
-		return list[0]
-	}
-	return def
+	return r, ex, nil
 }
 
 // mcpTools are the four tools: bash, job_output, job_kill, jobs.

@@ -37,27 +37,9 @@ func (f *mountFlags) settingsPath() string {
 // hands the shell executor the file's shell section, checked against its
 // schema. On error nothing is left running.
 func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFile, error) {
-	var file *host.SettingsFile
-	if path := f.settingsPath(); path != "" {
-		var err error
-		if file, err = host.LoadSettingsFile(path); err != nil {
-			return nil, nil, err
-		}
-	}
-	names := f.executors
-	if len(names) == 0 && file != nil {
-		names = executorList(file.Host.Executor)
-	}
-	if len(names) == 0 {
-		names = executorList{defaultExecutor}
-	}
-	var execs []host.Executor
-	for _, name := range names {
-		ex, err := resolveExecutor(name, file)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
-		}
-		execs = append(execs, ex)
+	file, execs, err := f.load()
+	if err != nil {
+		return nil, nil, err
 	}
 	opts := host.Options{Logger: cliLogger()}
 	if f.spillDir != "" {
@@ -86,6 +68,34 @@ func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFi
 		}
 	}
 	return m, file, nil
+}
+
+// load reads the settings file (if any) and resolves the executors: the
+// flags first, then the file's host.executor, then the default.
+func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
+	var file *host.SettingsFile
+	if path := f.settingsPath(); path != "" {
+		var err error
+		if file, err = host.LoadSettingsFile(path); err != nil {
+			return nil, nil, err
+		}
+	}
+	names := f.executors
+	if len(names) == 0 && file != nil {
+		names = executorList(file.Host.Executor)
+	}
+	if len(names) == 0 {
+		names = executorList{defaultExecutor}
+	}
+	var execs []host.Executor
+	for _, name := range names {
+		ex, err := resolveExecutor(name, file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		execs = append(execs, ex)
+	}
+	return file, execs, nil
 }
 
 // resolveExecutor reads an executor's name: a built-in one, a path to a
