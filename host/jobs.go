@@ -236,6 +236,16 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 	}
 	j.mu.Unlock()
 	r, err := jb.proc.ReadOutput(ctx)
+	if errors.Is(err, pluginapi.ErrUnknownProcess) {
+		// The job finished meanwhile and its executor forgot it: what it
+		// had left to say is in its tail (or is about to be).
+		select {
+		case <-jb.done:
+			return j.Output(ctx, owner, id)
+		case <-ctx.Done():
+			return pluginapi.OutputRead{}, JobInfo{}, ctx.Err()
+		}
+	}
 	if err != nil {
 		return pluginapi.OutputRead{}, JobInfo{}, err
 	}

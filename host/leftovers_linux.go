@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // execIDVar is the variable an executor tags its commands with (localexec's
@@ -21,7 +22,7 @@ func killTagged(prefix string) int {
 		return 0
 	}
 	want := []byte("\x00" + execIDVar + "=" + prefix + "-")
-	n := 0
+	var killed []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -35,8 +36,28 @@ func killTagged(prefix string) int {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
-			n++
+			killed = append(killed, pid)
 		}
 	}
-	return n
+	// Return once they are gone: whoever asked may report them dead.
+	deadline := time.Now().Add(killTaggedWait)
+	for _, pid := range killed {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return len(killed)
+}
+
+// killTaggedWait bounds how long killTagged waits for what it killed to die.
+const killTaggedWait = 2 * time.Second
+
+// alive reports whether pid is a live process (not a zombie).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
 }
