@@ -92,6 +92,9 @@ type Jobs struct {
 	finished []JobID // oldest first, for retention
 	notices  map[string][]Notice
 	running  sync.WaitGroup
+	// subscribers see each notice as it is queued, keyed by their
+	// subscription.
+	subscribers map[*func(Notice)]struct{}
 }
 
 // job is one job's state; mu guards the mutable parts.
@@ -115,7 +118,8 @@ func NewJobs(source ShellSource, retain int) *Jobs {
 	if retain <= 0 {
 		retain = DefaultJobRetention
 	}
-	return &Jobs{source: source, retain: retain, jobs: map[JobID]*job{}, notices: map[string][]Notice{}}
+	return &Jobs{source: source, retain: retain, jobs: map[JobID]*job{}, notices: map[string][]Notice{},
+		subscribers: map[*func(Notice)]struct{}{}}
 }
 
 // finalReadTimeout bounds the read of a finished job's last output.
@@ -185,7 +189,6 @@ func (j *Jobs) watch(jb *job) {
 	}
 	cancel()
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if exit.Killed && jb.killReason != "" {
 		exit.KillReason = jb.killReason
 	}
@@ -197,7 +200,8 @@ func (j *Jobs) watch(jb *job) {
 	}
 	jb.tail = &tail
 	close(jb.done)
-	n := append(j.notices[jb.info.Owner], Notice{Job: jb.info})
+	notice := Notice{Job: jb.info}
+	n := append(j.notices[jb.info.Owner], notice)
 	if len(n) > maxNotices {
 		n = n[len(n)-maxNotices:]
 	}
@@ -206,6 +210,29 @@ func (j *Jobs) watch(jb *job) {
 	for len(j.finished) > j.retain {
 		delete(j.jobs, j.finished[0])
 		j.finished = j.finished[1:]
+	}
+	subs := make([]func(Notice), 0, len(j.subscribers))
+	for fn := range j.subscribers {
+		subs = append(subs, *fn)
+	}
+	j.mu.Unlock()
+	for _, fn := range subs {
+		fn(notice)
+	}
+}
+
+// Subscribe calls fn with each completion notice as it is queued (the
+// notice stays queued for Notices too), from the goroutine that settled the
+// job: fn must not block. The returned function ends the subscription.
+func (j *Jobs) Subscribe(fn func(Notice)) (unsubscribe func()) {
+	key := &fn
+	j.mu.Lock()
+	j.subscribers[key] = struct{}{}
+	j.mu.Unlock()
+	return func() {
+		j.mu.Lock()
+		delete(j.subscribers, key)
+		j.mu.Unlock()
 	}
 }
 

@@ -230,3 +230,40 @@ func TestAFinishedJobIsReleasedInTheExecutor(t *testing.T) {
 		t.Errorf("output after the release: %q %v", r.Delta, err)
 	}
 }
+
+func TestJobsSubscribeSeesEachNotice(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	ctx := context.Background()
+	got := make(chan host.Notice, 4)
+	unsubscribe := r.Jobs().Subscribe(func(n host.Notice) { got <- n })
+	job, err := r.Jobs().Start(ctx, "agent", pluginapi.ExecRequest{Command: "exit 4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n.Job.ID != job.ID || n.Job.Exit.ExitCode == nil || *n.Job.Exit.ExitCode != 4 {
+			t.Errorf("notice %+v", n.Job)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notice")
+	}
+	if q := r.Jobs().Notices("agent"); len(q) != 1 || q[0].Job.ID != job.ID {
+		t.Errorf("the notice left the queue: %+v", q)
+	}
+	unsubscribe()
+	job2, err := r.Jobs().Start(ctx, "agent", pluginapi.ExecRequest{Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := r.Jobs().Wait(wctx, "agent", job2.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Wait returns once the job is settled; its notice goes out just after.
+	time.Sleep(100 * time.Millisecond)
+	if len(got) != 0 {
+		t.Errorf("a notice after unsubscribing: %+v", <-got)
+	}
+}
