@@ -31,9 +31,12 @@ type BashInput struct {
 	Justification      string `json:"justification,omitempty"`
 }
 
-// RequireEscalated is the sandbox_permissions value that asks to run
-// outside the sandbox.
-const RequireEscalated = "require_escalated"
+// The sandbox_permissions values: UseDefault runs in the executor's
+// sandbox; RequireEscalated asks to run outside it.
+const (
+	UseDefault       = "use_default"
+	RequireEscalated = "require_escalated"
+)
 
 // BashTool is the model-facing bash tool over a mounted executor: its input
 // schema and its rendering contract, the same for MCP and for a Go host.
@@ -41,17 +44,28 @@ type BashTool struct {
 	shell   pluginapi.ShellExecutor
 	jobs    *Jobs
 	sandbox pluginapi.SandboxMode
+	policy  ApprovalPolicy
+}
+
+// CallOptions are what one call brings besides its input.
+type CallOptions struct {
+	// Approver is asked about a require_escalated call; nil denies it.
+	Approver Approver
+	// OnOutput, when set, sees a foreground command's output as it is
+	// written (to show progress). It must not block.
+	OnOutput func(pluginapi.Stream, []byte)
 }
 
 // NewBashTool returns the bash tool over shell, starting background calls
 // as jobs. It asks the executor whether it sandboxes, which decides whether
-// the tool offers sandbox_permissions and justification.
-func NewBashTool(ctx context.Context, shell pluginapi.ShellExecutor, jobs *Jobs) (*BashTool, error) {
+// the tool offers sandbox_permissions and justification. Escalations go
+// through policy, then the approver each call brings.
+func NewBashTool(ctx context.Context, shell pluginapi.ShellExecutor, jobs *Jobs, policy ApprovalPolicy) (*BashTool, error) {
 	d, err := shell.Describe(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &BashTool{shell: shell, jobs: jobs, sandbox: d.SandboxMode}, nil
+	return &BashTool{shell: shell, jobs: jobs, sandbox: d.SandboxMode, policy: policy}, nil
 }
 
 // InputSchema is the JSON Schema of the tool's input.
@@ -64,7 +78,7 @@ func (t *BashTool) InputSchema() json.RawMessage {
 	}
 	if t.sandbox != pluginapi.SandboxNone {
 		props["sandbox_permissions"] = map[string]any{
-			"type": "string", "enum": []string{"use_default", RequireEscalated},
+			"type": "string", "enum": []string{UseDefault, RequireEscalated},
 			"description": "require_escalated asks to run outside the sandbox (" + string(t.sandbox) + "); a person must approve.",
 		}
 		props["justification"] = map[string]any{"type": "string", "description": "Why the command needs to run outside the sandbox."}
@@ -79,8 +93,9 @@ func (t *BashTool) InputSchema() json.RawMessage {
 // rendered result of a foreground command, or how to follow a background
 // job. A command that ran and failed is a result, not an error; the error
 // is for calls that could not run (bad input, a denied escalation, an
-// infrastructure failure).
-func (t *BashTool) Call(ctx context.Context, owner string, in BashInput) (string, error) {
+// infrastructure failure). A require_escalated call runs only once
+// opts.Approver said yes, within the policy's time.
+func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts CallOptions) (string, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return "", fmt.Errorf("%w: command is required", ErrToolInput)
 	}
@@ -90,10 +105,22 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput) (string
 	if in.SandboxPermissions != "" && t.sandbox == pluginapi.SandboxNone {
 		return "", fmt.Errorf("%w: sandbox_permissions: the mounted executor does not sandbox", ErrToolInput)
 	}
-	if in.SandboxPermissions == RequireEscalated {
-		return "", fmt.Errorf("%w: no approver is configured", ErrEscalationDenied)
+	switch in.SandboxPermissions {
+	case "", UseDefault, RequireEscalated:
+	default:
+		return "", fmt.Errorf("%w: sandbox_permissions %q is neither %q nor %q", ErrToolInput, in.SandboxPermissions, UseDefault, RequireEscalated)
 	}
 	req := pluginapi.ExecRequest{Command: in.Command, TimeoutMs: in.TimeoutMs}
+	if in.SandboxPermissions == RequireEscalated {
+		err := t.policy.approve(ctx, opts.Approver, EscalationRequest{
+			Owner: owner, Command: in.Command, Description: in.Description, Justification: in.Justification,
+			Mode: t.sandbox, Target: EscalationTarget,
+		})
+		if err != nil {
+			return "", err
+		}
+		req.SandboxMode = EscalationTarget
+	}
 	if in.RunInBackground {
 		job, err := t.jobs.Start(ctx, owner, req)
 		if err != nil {
@@ -101,7 +128,7 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput) (string
 		}
 		return fmt.Sprintf("Started background job %s. Read its output with job_output (job_id %q); stop it with job_kill.", job.ID, job.ID), nil
 	}
-	res, err := pluginapi.RunRequest(ctx, t.shell, req, nil)
+	res, err := pluginapi.RunRequest(ctx, t.shell, req, opts.OnOutput)
 	if err != nil {
 		return "", err
 	}

@@ -16,7 +16,7 @@ import (
 func bashTool(t *testing.T) (*host.BashTool, *host.Runtime) {
 	t.Helper()
 	r := runtimeOn(t, pluginBin, 0)
-	tool, err := host.NewBashTool(context.Background(), r.Shell(), r.Jobs())
+	tool, err := host.NewBashTool(context.Background(), r.Shell(), r.Jobs(), host.ApprovalPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestBashToolRendersForAModel(t *testing.T) {
 		{"timeout noted", "sleep 10", 300, "[timed out after 300 ms; the command and its processes were killed]", pluginapi.ExitStatus{Signal: "SIGTERM"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text, err := tool.Call(ctx, "agent", host.BashInput{Command: tc.command, TimeoutMs: tc.timeoutMs})
+			text, err := tool.Call(ctx, "agent", host.BashInput{Command: tc.command, TimeoutMs: tc.timeoutMs}, host.CallOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestBashToolRendersForAModel(t *testing.T) {
 
 func TestBashToolNotesTruncationWithTheSpillPath(t *testing.T) {
 	tool, _ := bashTool(t)
-	text, err := tool.Call(context.Background(), "agent", host.BashInput{Command: "seq 1 100000"})
+	text, err := tool.Call(context.Background(), "agent", host.BashInput{Command: "seq 1 100000"}, host.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestBashToolNotesTruncationWithTheSpillPath(t *testing.T) {
 func TestBashToolRunsInTheBackground(t *testing.T) {
 	tool, r := bashTool(t)
 	ctx := context.Background()
-	text, err := tool.Call(ctx, "agent", host.BashInput{Command: "echo from the job", RunInBackground: true})
+	text, err := tool.Call(ctx, "agent", host.BashInput{Command: "echo from the job", RunInBackground: true}, host.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestBashToolRefusesBadInput(t *testing.T) {
 		{Command: "true", TimeoutMs: -1},
 		{Command: "true", SandboxPermissions: host.RequireEscalated},
 	} {
-		if _, err := tool.Call(ctx, "agent", in); !errors.Is(err, host.ErrToolInput) {
+		if _, err := tool.Call(ctx, "agent", in, host.CallOptions{}); !errors.Is(err, host.ErrToolInput) {
 			t.Errorf("Call(%+v): %v, want ErrToolInput", in, err)
 		}
 	}

@@ -25,12 +25,26 @@ func mcpSession(t *testing.T, tag string, args ...string) *mcp.ClientSession {
 // mcpSessionCmd is mcpSession, with the dsh-host mcp process.
 func mcpSessionCmd(t *testing.T, tag string, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
+	return mcpClientSession(t, tag, mcpClient{}, args...)
+}
+
+// mcpClient is what a test's client offers: its handlers (elicitation,
+// logging, progress) and the protocol version it asks for (empty: the
+// SDK's latest).
+type mcpClient struct {
+	options  mcp.ClientOptions
+	protocol string
+}
+
+// mcpClientSession is mcpSessionCmd with the client c.
+func mcpClientSession(t *testing.T, tag string, c mcpClient, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(bins.host, append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), tagVar+"="+tag)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-host-test", Version: "0"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-host-test", Version: "0"}, &c.options)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: c.protocol})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -173,14 +174,15 @@ func TestSettingsFile(t *testing.T) {
 	tag := scenario(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "settings.yaml")
-	if err := os.WriteFile(good, []byte("host:\n  executor: bash-local\nshell:\n  defaultTimeoutMs: 1000\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("host:\n  executor: bash-local\nshell:\n  defaultTimeoutMs: 1000\napproval:\n  escalation: deny\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if r := dsh(t, tag, "run", "--settings", good, "--", "sleep 10"); r.code != 124 {
 		t.Errorf("the settings' 1 s default timeout did not apply: exit %d\n%s", r.code, r.stderr)
 	}
 	r := dsh(t, tag, "config", "--dump", "--settings", good)
-	if r.code != 0 || !strings.Contains(r.stdout, "shell.defaultTimeoutMs") || !strings.Contains(r.stdout, good+":4") {
+	if r.code != 0 || !regexp.MustCompile(`shell.defaultTimeoutMs +1000 +`+regexp.QuoteMeta(good)+`:4\n`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`approval.escalation +"deny" +`+regexp.QuoteMeta(good)+`:6\n`).MatchString(r.stdout) {
 		t.Errorf("config --dump (exit %d) does not show the value's origin:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	bad := filepath.Join(dir, "bad.yaml")

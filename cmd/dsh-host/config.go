@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/dsh-host/dsh-host/host"
 )
 
 // configCmd prints the effective configuration: `dsh-host config --dump`.
@@ -77,34 +79,52 @@ func configCmd(args []string) int {
 			fmt.Fprintf(w, "host.checksums.%s\t%s\t%s\n", n, file.Host.Checksums[n], origin("host", "checksums", ""))
 		}
 	}
+	for _, sec := range []struct{ name, schema, from string }{
+		{"shell", d.SettingsSchema, d.Name + " default"},
+		{"approval", host.ApprovalSchema, "default"},
+	} {
+		if err := dumpSection(w, file, sec.name, sec.schema, sec.from, origin); err != nil {
+			return cannot(err)
+		}
+	}
+	_ = w.Flush()
+	return 0
+}
+
+// dumpSection prints each key of a section's schema: the value the file
+// sets, with its line, or the schema's default, from defaultFrom.
+func dumpSection(w io.Writer, file *host.SettingsFile, section, schema, defaultFrom string, origin func(section, key, fallback string) string) error {
 	set := map[string]json.RawMessage{}
 	if file != nil {
-		if raw, err := file.Section("shell", d.SettingsSchema); err == nil && raw != nil {
+		raw, err := file.Section(section, schema)
+		if err != nil {
+			return err
+		}
+		if raw != nil {
 			_ = json.Unmarshal(raw, &set)
 		}
 	}
-	var schema struct {
+	var sch struct {
 		Properties map[string]struct {
 			Default json.RawMessage `json:"default"`
 		} `json:"properties"`
 	}
-	_ = json.Unmarshal([]byte(d.SettingsSchema), &schema)
-	keys := make([]string, 0, len(schema.Properties))
-	for k := range schema.Properties {
+	_ = json.Unmarshal([]byte(schema), &sch)
+	keys := make([]string, 0, len(sch.Properties))
+	for k := range sch.Properties {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
 		if v, ok := set[k]; ok {
-			fmt.Fprintf(w, "shell.%s\t%s\t%s\n", k, v, origin("shell", k, ""))
+			fmt.Fprintf(w, "%s.%s\t%s\t%s\n", section, k, v, origin(section, k, ""))
 			continue
 		}
-		def := string(schema.Properties[k].Default)
+		def := string(sch.Properties[k].Default)
 		if def == "" {
 			def = "-"
 		}
-		fmt.Fprintf(w, "shell.%s\t%s\t%s default\n", k, def, d.Name)
+		fmt.Fprintf(w, "%s.%s\t%s\t%s\n", section, k, def, defaultFrom)
 	}
-	_ = w.Flush()
-	return 0
+	return nil
 }

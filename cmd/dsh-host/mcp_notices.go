@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-host/dsh-host/host"
+)
+
+// maxQueuedNotices bounds the completion notices waiting to go out as log
+// messages; past it they are dropped from the log (the next tool result
+// still carries them).
+const maxQueuedNotices = 256
+
+// logNotices sends each completion notice of the client's jobs as an MCP
+// log message (level notice, logger "dsh-host/jobs"), to sessions that set
+// a log level, until the returned function is called.
+func logNotices(ctx context.Context, server *mcp.Server, jobs *host.Jobs, logger hclog.Logger) (stop func()) {
+	queue := make(chan host.Notice, maxQueuedNotices)
+	unsubscribe := jobs.Subscribe(func(n host.Notice) {
+		if n.Job.Owner != mcpOwner {
+			return
+		}
+		select {
+		case queue <- n:
+		default:
+			logger.Warn("too many completion notices queued; one is left out of the log", "job", n.Job.ID)
+		}
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case n := <-queue:
+				msg := &mcp.LoggingMessageParams{
+					Level:  "notice",
+					Logger: "dsh-host/jobs",
+					Data:   noticeData(n.Job),
+				}
+				for ss := range server.Sessions() {
+					//lint:ignore SA1019 log notifications are what clients before 2026-07-28 read.
+					if err := ss.Log(ctx, msg); err != nil {
+						logger.Debug("sending a completion notice", "error", err)
+					}
+				}
+			}
+		}
+	})
+	return func() {
+		unsubscribe()
+		cancel()
+		wg.Wait()
+	}
+}
+
+// noticeData is a completion notice as structured log data.
+func noticeData(j host.JobInfo) map[string]any {
+	d := map[string]any{
+		"job_id":  string(j.ID),
+		"state":   j.State.String(),
+		"command": j.Command,
+		"message": "background job " + string(j.ID) + " " + describeEnd(j),
+	}
+	if j.Exit.ExitCode != nil {
+		d["exit_code"] = *j.Exit.ExitCode
+	}
+	if j.Exit.Signal != "" {
+		d["signal"] = j.Exit.Signal
+	}
+	return d
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-host/dsh-host/host"
+)
+
+// mcpTools are the four tools: bash, job_output, job_kill, jobs.
+type mcpTools struct {
+	tool      *host.BashTool
+	jobs      *host.Jobs
+	approvals *approvals
+}
+
+func newMCPTools(tool *host.BashTool, jobs *host.Jobs, policy host.ApprovalPolicy) *mcpTools {
+	return &mcpTools{tool: tool, jobs: jobs, approvals: newApprovals(policy)}
+}
+
+func (t *mcpTools) register(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{
+		Name:        "bash",
+		Description: "Run a bash command and return its output, then an exit marker ([exit code: N] or [killed by signal: X]) when it did not exit 0. With run_in_background, start it as a job instead.",
+		InputSchema: t.tool.InputSchema(),
+	}, t.bash)
+	s.AddTool(&mcp.Tool{
+		Name:        "job_output",
+		Description: "Read what a background job wrote since the last read; wait_ms waits for new output (at most 30000).",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"job_id":{"type":"string"},"wait_ms":{"type":"integer","minimum":0,"maximum":30000}},"required":["job_id"],"additionalProperties":false}`),
+	}, t.jobOutput)
+	s.AddTool(&mcp.Tool{
+		Name:        "job_kill",
+		Description: "Kill a background job and everything it started.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"job_id":{"type":"string"}},"required":["job_id"],"additionalProperties":false}`),
+	}, t.jobKill)
+	s.AddTool(&mcp.Tool{
+		Name:        "jobs",
+		Description: "List your background jobs.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	}, t.list)
+}
+
+// decode reads a call's arguments strictly.
+func decode(req *mcp.CallToolRequest, v any) error {
+	raw := req.Params.Arguments
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// text is a tool result: the text, after any completion notices.
+func (t *mcpTools) text(s string, isError bool) *mcp.CallToolResult {
+	var b strings.Builder
+	for _, n := range t.jobs.Notices(mcpOwner) {
+		fmt.Fprintf(&b, "[background job %s %s]\n", n.Job.ID, describeEnd(n.Job))
+	}
+	b.WriteString(s)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}, IsError: isError}
+}
+
+func (t *mcpTools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in host.BashInput
+	if err := decode(req, &in); err != nil {
+		return t.text("invalid arguments: "+err.Error(), true), nil
+	}
+	var opts host.CallOptions
+	var asked *approvalAsk
+	if in.SandboxPermissions == host.RequireEscalated {
+		asked = t.approvals.approver(req, in)
+		opts.Approver = asked
+	}
+	if token := req.Params.GetProgressToken(); token != nil && !in.RunInBackground {
+		recent := host.NewRecentLines(progressLines)
+		opts.OnOutput = recent.Write
+		stop := reportProgress(ctx, req.Session, token, recent)
+		defer stop()
+	}
+	out, err := t.tool.Call(ctx, mcpOwner, in, opts)
+	if asked != nil && asked.pending != nil {
+		// The client answers in a retry of this call (multi round-trip).
+		return asked.pending, nil
+	}
+	if err != nil {
+		return t.text(cliError(err), true), nil
+	}
+	return t.text(out, false), nil
+}
+
+func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		JobID  string `json:"job_id"`
+		WaitMs int64  `json:"wait_ms"`
+	}
+	if err := decode(req, &in); err != nil || in.JobID == "" || in.WaitMs < 0 {
+		return t.text(fmt.Sprintf("invalid arguments: want job_id and a wait_ms >= 0 (%v)", err), true), nil
+	}
+	deadline := time.Now().Add(time.Duration(min(in.WaitMs, maxWaitMs)) * time.Millisecond)
+	var b strings.Builder
+	var lossy bool
+	var spill [2]string
+	for {
+		r, info, err := t.jobs.Output(ctx, mcpOwner, host.JobID(in.JobID))
+		if err != nil {
+			return t.text(cliError(err), true), nil
+		}
+		b.WriteString(r.Delta)
+		lossy = lossy || r.Lossy
+		if r.StdoutSpillPath != "" {
+			spill = [2]string{r.StdoutSpillPath, r.StderrSpillPath}
+		}
+		if b.Len() > 0 || info.State != host.JobRunning || !time.Now().Before(deadline) {
+			if lossy {
+				b.WriteString("\n[some output was dropped between reads; the full output is in " + spill[0] + " and " + spill[1] + "]")
+			}
+			fmt.Fprintf(&b, "\n[job %s: %s]", info.ID, describeEnd(info))
+			return t.text(b.String(), false), nil
+		}
+		select {
+		case <-ctx.Done():
+			return t.text("cancelled", true), nil
+		case <-time.After(jobPollPeriod):
+		}
+	}
+}
+
+func (t *mcpTools) jobKill(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		JobID string `json:"job_id"`
+	}
+	if err := decode(req, &in); err != nil || in.JobID == "" {
+		return t.text("invalid arguments: want job_id", true), nil
+	}
+	killed, err := t.jobs.Kill(ctx, mcpOwner, host.JobID(in.JobID))
+	if err != nil {
+		return t.text(cliError(err), true), nil
+	}
+	if !killed {
+		return t.text("job "+in.JobID+" had already finished", false), nil
+	}
+	return t.text("job "+in.JobID+" killed", false), nil
+}
+
+func (t *mcpTools) list(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct{}
+	if err := decode(req, &in); err != nil {
+		return t.text("invalid arguments: jobs takes none", true), nil
+	}
+	var b strings.Builder
+	for _, j := range t.jobs.List(mcpOwner) {
+		fmt.Fprintf(&b, "%s\t%s\t%s\n", j.ID, describeEnd(j), j.Command)
+	}
+	if b.Len() == 0 {
+		b.WriteString("no jobs")
+	}
+	return t.text(strings.TrimSuffix(b.String(), "\n"), false), nil
+}
+
+// describeEnd says where a job is: running, or how it ended.
+func describeEnd(j host.JobInfo) string {
+	switch {
+	case j.State == host.JobRunning:
+		return "running"
+	case j.Exit.Signal != "":
+		return "killed by signal " + j.Exit.Signal
+	case j.Exit.ExitCode != nil:
+		return fmt.Sprintf("exited with code %d", *j.Exit.ExitCode)
+	case j.Exit.KillReason != "":
+		return "killed (" + j.Exit.KillReason + ")"
+	}
+	return j.State.String()
+}
