@@ -118,6 +118,7 @@ func run(bin string, n, warmup int, breakdown bool) error {
 		func() ([]figure, error) { return backgroundThroughput(ctx, shell) },
 		func() ([]figure, error) { return coldStart(ctx, bin, 20) },
 		func() ([]figure, error) { return hotReload(ctx, bin, 10) },
+		func() ([]figure, error) { return mcpLatency(ctx, shell, bin, n, warmup) },
 	}
 	if breakdown {
 		steps = append(steps, func() ([]figure, error) { return parts(ctx, shell, n, warmup) })
