@@ -51,6 +51,9 @@ type BashTool struct {
 type CallOptions struct {
 	// Approver is asked about a require_escalated call; nil denies it.
 	Approver Approver
+	// OnStart, when set, is called once a foreground command is about to
+	// run: past its checks and any approval.
+	OnStart func()
 	// OnOutput, when set, sees a foreground command's output as it is
 	// written (to show progress). It must not block.
 	OnOutput func(pluginapi.Stream, []byte)
@@ -127,6 +130,9 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 			return "", err
 		}
 		return fmt.Sprintf("Started background job %s. Read its output with job_output (job_id %q); stop it with job_kill.", job.ID, job.ID), nil
+	}
+	if opts.OnStart != nil {
+		opts.OnStart()
 	}
 	res, err := pluginapi.RunRequest(ctx, t.shell, req, opts.OnOutput)
 	if err != nil {

@@ -223,7 +223,9 @@ func (j *Jobs) watch(jb *job) {
 
 // Subscribe calls fn with each completion notice as it is queued (the
 // notice stays queued for Notices too), from the goroutine that settled the
-// job: fn must not block. The returned function ends the subscription.
+// job: fn must not block. The returned function ends the subscription; a
+// notice already on its way may still reach fn once, so fn must stay safe
+// to call after it.
 func (j *Jobs) Subscribe(fn func(Notice)) (unsubscribe func()) {
 	key := &fn
 	j.mu.Lock()

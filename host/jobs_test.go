@@ -261,8 +261,10 @@ func TestJobsSubscribeSeesEachNotice(t *testing.T) {
 	if _, err := r.Jobs().Wait(wctx, "agent", job2.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Wait returns once the job is settled; its notice goes out just after.
-	time.Sleep(100 * time.Millisecond)
+	// Close joins the goroutine that settled the job, and so its notices.
+	if err := r.Jobs().Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if len(got) != 0 {
 		t.Errorf("a notice after unsubscribing: %+v", <-got)
 	}

@@ -77,8 +77,8 @@ func clip(s string) string {
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // Lines returns the last lines, oldest first (an unfinished line counts,
-// as it stands), and how many writes came so far: a caller reports only
-// when that moved.
+// as it stands), and how many writes came so far, which tells a caller
+// whether anything came since it last looked.
 func (r *RecentLines) Lines() (lines []string, writes uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

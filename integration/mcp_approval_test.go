@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,92 @@ func TestMCPApprovalSettingsChecked(t *testing.T) {
 	r := dsh(t, scenario(t), "mcp", "--settings", settings)
 	if r.code == 0 || !strings.Contains(r.stderr, settings+":2: approval.escalation") {
 		t.Errorf("exit %d, stderr %q: want the bad value named with its line", r.code, r.stderr)
+	}
+}
+
+// A client that answers input requests by hand (multi round-trip turned off
+// in the SDK) cannot get a command run with an answer that is forged,
+// replayed, carried to another command, or not the boolean true.
+func TestMCPEscalationAnswersAreCheckedOnRetry(t *testing.T) {
+	c := mcpClient{options: mcp.ClientOptions{
+		// Advertise elicitation; the test answers the requests itself.
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not asked this way")
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	}}
+	cs, _ := mcpClientSession(t, scenario(t), c, "--executor", bins.standIn)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	mark := filepath.Join(t.TempDir(), "ran")
+	args := func(command string) map[string]any {
+		return map[string]any{"command": command, "sandbox_permissions": "require_escalated"}
+	}
+	ask := func(command string) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: args(command)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.NeedsInput() || res.RequestState == "" || res.InputRequests["approve_escalation"] == nil {
+			t.Fatalf("no question came back: %+v", res)
+		}
+		return res.RequestState
+	}
+	yes := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
+	answer := func(command, state string, resp mcp.InputResponse) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+			Name: "bash", Arguments: args(command), RequestState: state,
+			InputResponses: mcp.InputResponseMap{"approve_escalation": resp},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		return text, res.IsError
+	}
+	touch := "touch " + mark
+	for _, tc := range []struct {
+		name    string
+		answer  func() (string, bool)
+		wantWhy string
+	}{
+		{"forged state", func() (string, bool) { ask(touch); return answer(touch, "made-up", yes) }, "no open question"},
+		{"another command", func() (string, bool) { return answer(touch, ask("true"), yes) }, "another command"},
+		{"approve as a string", func() (string, bool) {
+			return answer(touch, ask(touch), &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": "true"}})
+		}, "the approver said no"},
+		{"not an elicitation", func() (string, bool) { return answer(touch, ask(touch), &mcp.ListRootsResult{}) }, "not an elicitation result"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, isError := tc.answer()
+			if !isError || !strings.Contains(text, "escalation denied") || !strings.Contains(text, tc.wantWhy) {
+				t.Errorf("text %q error %v: want a denial saying %q", text, isError, tc.wantWhy)
+			}
+			if _, err := os.Stat(mark); err == nil {
+				t.Fatal("the command ran")
+			}
+		})
+	}
+	// The honest answer works, once.
+	state := ask(touch)
+	if text, isError := answer(touch, state, yes); isError || text != "" {
+		t.Fatalf("approved: %q error %v", text, isError)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatal("the approved command did not run")
+	}
+	os.Remove(mark)
+	if text, isError := answer(touch, state, yes); !isError || !strings.Contains(text, "no open question") {
+		t.Errorf("a replayed answer: %q error %v", text, isError)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("a replayed answer ran the command again")
 	}
 }

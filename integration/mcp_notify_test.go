@@ -43,7 +43,14 @@ func TestMCPProgressCarriesLatestOutput(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	mu.Lock()
+	atResult := len(messages)
+	mu.Unlock()
+	time.Sleep(1500 * time.Millisecond) // longer than the progress period
+	mu.Lock()
 	defer mu.Unlock()
+	if len(messages) != atResult {
+		t.Errorf("progress after the result: %q", messages[atResult:])
+	}
 	if len(messages) == 0 {
 		t.Fatal("no progress for a call of more than two seconds")
 	}

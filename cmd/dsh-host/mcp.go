@@ -58,8 +58,7 @@ func mcpCmd(args []string) int {
 	}()
 	policy, err := approvalPolicy(file)
 	if err != nil {
-		_ = r.Close(context.WithoutCancel(ctx))
-		return cannot(err)
+		return cannot(err) // the deferred Close tears the runtime down
 	}
 	tool, err := host.NewBashTool(ctx, r.Shell(), r.Jobs(), policy)
 	if err != nil {

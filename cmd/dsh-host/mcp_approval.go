@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,16 +59,22 @@ func inputKey(in host.BashInput) string {
 }
 
 // issue records a question about in and returns the state that names it.
+// Questions past their time go first; past the bound, the oldest.
 func (a *approvals) issue(in host.BashInput) string {
 	state := rand.Text()
+	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.pending[state] = pendingApproval{input: inputKey(in), issued: time.Now()}
-	a.order = append(a.order, state)
-	for len(a.order) > maxPendingApprovals {
+	for len(a.order) > 0 {
+		p, ok := a.pending[a.order[0]]
+		if ok && now.Sub(p.issued) <= a.timeout && len(a.order) < maxPendingApprovals {
+			break
+		}
 		delete(a.pending, a.order[0])
 		a.order = a.order[1:]
 	}
+	a.pending[state] = pendingApproval{input: inputKey(in), issued: now}
+	a.order = append(a.order, state)
 	return state
 }
 
@@ -107,7 +115,7 @@ func (k *approvalAsk) ApproveEscalation(ctx context.Context, er host.EscalationR
 		return false, errors.New("the MCP client cannot ask its user (it offers no elicitation)")
 	}
 	params := escalationQuestion(er)
-	if k.req.ProtocolVersion() < multiRoundTripVersion {
+	if !multiRoundTrip(k.req.Session) {
 		res, err := k.req.Session.Elicit(ctx, params)
 		if err != nil {
 			return false, err
@@ -118,6 +126,8 @@ func (k *approvalAsk) ApproveEscalation(ctx context.Context, er host.EscalationR
 		if err := k.approvals.redeem(k.req.Params.RequestState, k.in); err != nil {
 			return false, err
 		}
+		// Unlike Elicit, the SDK does not check an input response against
+		// the schema asked for: approved is the check.
 		res, ok := resp.(*mcp.ElicitResult)
 		if !ok {
 			return false, fmt.Errorf("the answer is a %T, not an elicitation result", resp)
@@ -131,16 +141,32 @@ func (k *approvalAsk) ApproveEscalation(ctx context.Context, er host.EscalationR
 	return false, errAskedClient
 }
 
-// escalationQuestion is the form the user sees: the command, why, and one
-// yes/no field.
+// multiRoundTrip says whether the session's client answers input requests
+// in retries: the same test the SDK makes (protocol 2026-07-28 or later).
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	if ip := ss.InitializeParams(); ip != nil {
+		return ip.ProtocolVersion >= multiRoundTripVersion
+	}
+	return true
+}
+
+// escalationQuestion is the form the user sees: what the agent claims,
+// labelled as its claim, then the command itself in a fenced block at the
+// end, where the agent's words cannot pose as it; then one yes/no field.
 func escalationQuestion(er host.EscalationRequest) *mcp.ElicitParams {
-	msg := fmt.Sprintf("The agent asks to run a command outside the sandbox (%s), with %s:\n\n%s\n", er.Mode, er.Target, er.Command)
+	msg := fmt.Sprintf("The agent asks to run a command outside the sandbox (%s), with %s.\n", er.Mode, er.Target)
 	if er.Justification != "" {
-		msg += "\nWhy: " + er.Justification + "\n"
+		msg += "\nThe agent's reason: " + oneLine(er.Justification) + "\n"
 	}
 	if er.Description != "" {
-		msg += "\nWhat it does: " + er.Description + "\n"
+		msg += "The agent's description: " + oneLine(er.Description) + "\n"
 	}
+	command := printable(er.Command)
+	fence := "```"
+	for strings.Contains(command, fence) {
+		fence += "`"
+	}
+	msg += "\nThe command:\n" + fence + "\n" + command + "\n" + fence
 	return &mcp.ElicitParams{
 		Mode:    "form",
 		Message: msg,
@@ -149,7 +175,28 @@ func escalationQuestion(er host.EscalationRequest) *mcp.ElicitParams {
 	}
 }
 
-// approved: only an accepted form with approve set to true is a yes.
+// printable is s without what could disguise it on a screen: terminal
+// escapes, control characters other than newline and tab, and bidirectional
+// overrides.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsControl(r), unicode.Is(unicode.Bidi_Control, r):
+			return -1
+		}
+		return r
+	}, host.CleanOutput(s))
+}
+
+// oneLine is printable(s) on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(printable(s)), " ")
+}
+
+// approved: only an accepted form with approve set to the boolean true is
+// a yes.
 func approved(res *mcp.ElicitResult) bool {
 	if res == nil || res.Action != "accept" {
 		return false

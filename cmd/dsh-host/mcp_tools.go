@@ -81,9 +81,14 @@ func (t *mcpTools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	}
 	if token := req.Params.GetProgressToken(); token != nil && !in.RunInBackground {
 		recent := host.NewRecentLines(progressLines)
+		var stop func()
 		opts.OnOutput = recent.Write
-		stop := reportProgress(ctx, req.Session, token, recent)
-		defer stop()
+		opts.OnStart = func() { stop = reportProgress(ctx, req.Session, token, recent) }
+		defer func() {
+			if stop != nil {
+				stop()
+			}
+		}()
 	}
 	out, err := t.tool.Call(ctx, mcpOwner, in, opts)
 	if asked != nil && asked.pending != nil {
