@@ -68,9 +68,13 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	bp.stdout.spill.begin()
 	bp.stderr.spill.begin()
 	err = spawnErr
+	var conf Confinement
+	if err == nil {
+		conf, _, err = e.confine(spec)
+	}
 	if err == nil {
 		argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-		bp.p, err = spawn(e.reaper, argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv), bp.stdout, bp.stderr)
+		bp.p, err = spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv), bp.stdout, bp.stderr)
 	}
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.
@@ -89,10 +93,10 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	go func() {
 		defer untrack()
 		defer stopWatch()
-		state := bp.p.wait()
+		ws, werr := bp.p.wait()
 		bp.finishSpills() // the readers are done
 		exit := pluginapi.ProcessExit{DurationMs: time.Since(bp.p.began).Milliseconds()}
-		exit.ExitCode, exit.Signal = exitFacts(state)
+		exit.ExitCode, exit.Signal = exitFacts(ws, werr)
 		if cause := bp.p.interruptCause(); cause != nil {
 			exit.Killed = true
 			exit.KillReason = cause.Error()

@@ -2,6 +2,7 @@ package localexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,6 +31,8 @@ type Config struct {
 	// Defaults are the executor's settings before Configure; zero fields
 	// take DefaultSettings.
 	Defaults Settings
+	// Sandbox, when set, confines every command (bash-sandbox).
+	Sandbox Sandbox
 }
 
 // Executor is a pluginapi.ShellExecutor running commands as local processes.
@@ -70,7 +73,12 @@ func New(cfg Config) *Executor {
 
 // Describe reports the executor's name, version, platform and settings.
 func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) {
+	var mode pluginapi.SandboxMode
+	if e.cfg.Sandbox != nil {
+		mode = e.cfg.Sandbox.DefaultMode()
+	}
 	return pluginapi.Description{
+		SandboxMode:       mode,
 		Name:              e.cfg.Name,
 		Version:           e.cfg.Version,
 		Platform:          runtime.GOOS + "/" + runtime.GOARCH,
@@ -122,6 +130,9 @@ func (e *Executor) Close(ctx context.Context) error {
 		e.active.Wait()
 		e.reaper.killAll() // orphans no command claimed
 		spillErr = e.removeSpillDir()
+		if e.cfg.Sandbox != nil {
+			spillErr = errors.Join(spillErr, e.cfg.Sandbox.Close())
+		}
 		close(done)
 	}()
 	select {

@@ -25,7 +25,7 @@ const drainDelay = 500 * time.Millisecond
 // proc is one spawned command: a shell in its own process group, its output
 // pipes read by two goroutines, and the first cause that interrupted it.
 type proc struct {
-	cmd    *exec.Cmd
+	child  Started
 	pgid   int
 	tag    string
 	reaper *reaper
@@ -45,15 +45,13 @@ type proc struct {
 	escalate *time.Timer
 }
 
-// spawn starts argv in workdir with env, in a new process group, tagged
-// for r, feeding stdin once and sending output to stdout and stderr.
-func spawn(r *reaper, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer) (*proc, error) {
+// spawn starts argv in workdir with env through launcher, in a new
+// process group, tagged for r, feeding stdin once and sending output to
+// stdout and stderr.
+func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer) (*proc, error) {
 	tag := r.newTag()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = spec.Workdir
-	cmd.Env = append(env, ExecIDVar+"="+tag)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &proc{cmd: cmd, tag: tag, reaper: r, grace: spec.KillGrace()}
+	l := Launch{Argv: argv, Dir: spec.Workdir, Env: append(env, ExecIDVar+"="+tag)}
+	p := &proc{tag: tag, reaper: r, grace: spec.KillGrace()}
 
 	var closeOnStart []*os.File
 	defer func() {
@@ -61,7 +59,7 @@ func spawn(r *reaper, argv []string, spec pluginapi.ExecSpec, env []string, stdo
 			f.Close()
 		}
 	}()
-	for _, w := range []io.Writer{stdout, stderr} {
+	for i := range 2 {
 		r, wr, err := os.Pipe()
 		if err != nil {
 			p.closePipes()
@@ -69,11 +67,7 @@ func spawn(r *reaper, argv []string, spec pluginapi.ExecSpec, env []string, stdo
 		}
 		p.pipes = append(p.pipes, r)
 		closeOnStart = append(closeOnStart, wr)
-		if w == stdout {
-			cmd.Stdout = wr
-		} else {
-			cmd.Stderr = wr
-		}
+		l.Files[1+i] = wr
 	}
 	if len(spec.Stdin) > 0 {
 		r, w, err := os.Pipe()
@@ -81,16 +75,24 @@ func spawn(r *reaper, argv []string, spec pluginapi.ExecSpec, env []string, stdo
 			p.closePipes()
 			return nil, fmt.Errorf("localexec: stdin pipe: %w", err)
 		}
-		cmd.Stdin = r
+		l.Files[0] = r
 		closeOnStart = append(closeOnStart, r)
 		p.stdinW = w
+	} else {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			p.closePipes()
+			return nil, fmt.Errorf("localexec: %w", err)
+		}
+		l.Files[0] = null
+		closeOnStart = append(closeOnStart, null)
 	}
 
 	p.began = time.Now()
 	r.t.mu.Lock()
-	err := cmd.Start()
+	child, err := launcher.Start(l)
 	if err == nil {
-		r.startedLocked(cmd.Process.Pid)
+		r.startedLocked(child.Pid())
 	}
 	r.t.mu.Unlock()
 	if err != nil {
@@ -100,7 +102,8 @@ func spawn(r *reaper, argv []string, spec pluginapi.ExecSpec, env []string, stdo
 		}
 		return nil, classifyStartErr(spec.Workdir, argv[0], err)
 	}
-	p.pgid = cmd.Process.Pid
+	p.child = child
+	p.pgid = child.Pid()
 	for i, w := range []io.Writer{stdout, stderr} {
 		p.readers.Add(1)
 		go func(r *os.File, w io.Writer) {
@@ -163,9 +166,9 @@ func (p *proc) interruptCause() error {
 // wait waits for the shell to exit, kills whatever it left running (in its
 // process group, or escaped from it), and reads the remaining output within
 // drainDelay.
-func (p *proc) wait() *os.ProcessState {
-	_ = p.cmd.Wait() // the exit status is in ProcessState
-	p.reaper.reaped(p.cmd.Process.Pid)
+func (p *proc) wait() (syscall.WaitStatus, error) {
+	ws, werr := p.child.Wait()
+	p.reaper.reaped(p.child.Pid())
 	p.mu.Lock()
 	p.exited = true
 	if p.escalate != nil {
@@ -185,19 +188,19 @@ func (p *proc) wait() *os.ProcessState {
 		<-drained
 	}
 	p.closePipes()
-	return p.cmd.ProcessState
+	return ws, werr
 }
 
-// exitFacts reads the exit code or the signal from a finished process.
-func exitFacts(st *os.ProcessState) (code *int, signal string) {
-	if st == nil {
-		return nil, "" // never waited for: nothing is known
-	}
-	ws, ok := st.Sys().(syscall.WaitStatus)
-	if ok && ws.Signaled() {
+// exitFacts reads the exit code or the signal from how a process ended;
+// nothing is known when it could not be waited for.
+func exitFacts(ws syscall.WaitStatus, err error) (code *int, signal string) {
+	switch {
+	case err != nil:
+		return nil, ""
+	case ws.Signaled():
 		return nil, signalName(ws.Signal())
 	}
-	c := st.ExitCode()
+	c := ws.ExitStatus()
 	return &c, ""
 }
 

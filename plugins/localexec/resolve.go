@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -78,8 +79,9 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 			}
 		}
 	}
-	if req.SandboxMode != pluginapi.SandboxNone {
-		return pluginapi.ExecSpec{}, invalid("sandbox mode %q requested, but %s does not sandbox", req.SandboxMode, e.cfg.Name)
+	mode, err := e.resolveMode(req.SandboxMode)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
 	}
 	return pluginapi.ExecSpec{
 		Command:        req.Command,
@@ -91,7 +93,27 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 		StdoutMaxBytes: outMax,
 		StderrMaxBytes: errMax,
 		KillGraceMs:    lim.KillGraceMs,
+		SandboxMode:    mode,
 	}, nil
+}
+
+// resolveMode is the mode a request runs in: the sandbox's default unless
+// it asks for another the sandbox offers. An executor without a sandbox
+// takes no mode.
+func (e *Executor) resolveMode(asked pluginapi.SandboxMode) (pluginapi.SandboxMode, error) {
+	if e.cfg.Sandbox == nil {
+		if asked != pluginapi.SandboxNone {
+			return "", invalid("sandbox mode %q requested, but %s does not sandbox", asked, e.cfg.Name)
+		}
+		return "", nil
+	}
+	if asked == pluginapi.SandboxNone {
+		return e.cfg.Sandbox.DefaultMode(), nil
+	}
+	if !slices.Contains(e.cfg.Sandbox.Modes(), asked) {
+		return "", invalid("sandbox mode %q: %s offers %v", asked, e.cfg.Name, e.cfg.Sandbox.Modes())
+	}
+	return asked, nil
 }
 
 // checkEnv rejects keys a process environment cannot carry, and managed keys
@@ -133,8 +155,10 @@ func (e *Executor) checkResolved(spec pluginapi.ExecSpec) error {
 		return bad(fmt.Sprintf("killGraceMs %d outside (0, %d]", spec.KillGraceMs, MaxKillGraceMs))
 	case !filepath.IsAbs(spec.Workdir):
 		return bad(fmt.Sprintf("workdir %q is not absolute", spec.Workdir))
-	case spec.SandboxMode != pluginapi.SandboxNone:
+	case e.cfg.Sandbox == nil && spec.SandboxMode != pluginapi.SandboxNone:
 		return bad(fmt.Sprintf("sandbox mode %q on an executor that does not sandbox", spec.SandboxMode))
+	case e.cfg.Sandbox != nil && !slices.Contains(e.cfg.Sandbox.Modes(), spec.SandboxMode):
+		return bad(fmt.Sprintf("sandbox mode %q is not one of %v", spec.SandboxMode, e.cfg.Sandbox.Modes()))
 	}
 	if err := checkEnv("env", spec.Env, false); err != nil {
 		return bad(err.Error())

@@ -44,10 +44,14 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	}
 	defer untrack()
 
+	conf, facts, err := e.confine(spec)
+	if err != nil {
+		return runnerFailure(spec, facts, onOutput), nil
+	}
 	sink := &liveSink{fn: onOutput}
 	stdout, stderr := e.runCollectors(spec) // each spills past its cap
 	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-	p, err := spawn(e.reaper, argv, spec, buildEnv(e.settings(), spec.Env, spec.DshEnv),
+	p, err := spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv),
 		teeWriter{stdout, pluginapi.Stdout, sink}, teeWriter{stderr, pluginapi.Stderr, sink})
 	if err != nil {
 		return pluginapi.RunResult{}, err
@@ -61,7 +65,7 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 		<-deadline.Done()
 		p.interrupt(context.Cause(deadline))
 	}()
-	state := p.wait()
+	ws, werr := p.wait()
 	cancel()
 	<-watchDone
 
@@ -71,8 +75,14 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 		Stderr:     stderr.output(),
 		DurationMs: time.Since(p.began).Milliseconds(),
 	}
-	res.ExitCode, res.Signal = exitFacts(state)
+	res.ExitCode, res.Signal = exitFacts(ws, werr)
 	res.LeftoversKilled = p.leftovers
+	if facts != nil {
+		res.Sandbox = facts
+		if evidence := e.cfg.Sandbox.Assess(res); len(evidence) > 0 {
+			facts.LikelyDenial, facts.Evidence = true, evidence
+		}
+	}
 	switch cause := p.interruptCause(); {
 	case cause == nil:
 	case errors.Is(cause, errTimedOut):
@@ -95,4 +105,40 @@ func (t teeWriter) Write(p []byte) (int, error) {
 	t.c.Write(p)
 	t.sink.send(t.stream, p)
 	return len(p), nil
+}
+
+// RunnerFailureExitCode is the exit code of a command a sandbox could not
+// confine, and so did not run: the shell's "cannot execute".
+const RunnerFailureExitCode = 126
+
+// runnerFailure is the result of a command that did not run because its
+// sandbox cannot be enforced: the failure is a fact of the result, and
+// stderr says it for whoever reads only the output.
+func runnerFailure(spec pluginapi.ExecSpec, facts *pluginapi.SandboxFacts, onOutput func(pluginapi.Stream, []byte)) pluginapi.RunResult {
+	msg := "dsh: not run: " + facts.RunnerFailure + "\n"
+	if onOutput != nil {
+		onOutput(pluginapi.Stderr, []byte(msg))
+	}
+	code := RunnerFailureExitCode
+	return pluginapi.RunResult{
+		ExitCode:  &code,
+		TimeoutMs: spec.TimeoutMs,
+		Stderr:    pluginapi.CollectedOutput{Text: msg, TotalBytes: int64(len(msg))},
+		Sandbox:   facts,
+	}
+}
+
+// withEnv is env with extra entries over it; extra wins.
+func withEnv(env, extra map[string]string) map[string]string {
+	if len(extra) == 0 {
+		return env
+	}
+	out := make(map[string]string, len(env)+len(extra))
+	for k, v := range env {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
 }
