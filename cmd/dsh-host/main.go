@@ -3,7 +3,7 @@
 //
 //	dsh-host run [--executor NAME|PATH] [--timeout D] [--workdir DIR] [--json] -- COMMAND
 //
-// The built-in executors (bash-local) are served by this same binary,
+// The built-in executors (bash-local, bash-sandbox) are served by this same binary,
 // re-executed as a plugin process; --executor PATH runs an external plugin
 // binary instead.
 package main
@@ -14,19 +14,24 @@ import (
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
+	bashsandbox "github.com/dsh-host/dsh-host/plugins/bash-sandbox"
+	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
 // builtins are the executors this binary serves under `plugin serve NAME`.
-var builtins = map[string]func() pluginapi.ShellExecutor{
-	bashlocal.Name: func() pluginapi.ShellExecutor { return bashlocal.New() },
+var builtins = map[string]func() (pluginapi.ShellExecutor, error){
+	bashlocal.Name: func() (pluginapi.ShellExecutor, error) { return bashlocal.New(), nil },
+	bashsandbox.Name: func() (pluginapi.ShellExecutor, error) {
+		return bashsandbox.New(bashsandbox.SandboxPolicy{})
+	},
 }
 
 // defaultExecutor is what runs when --executor is not given.
 const defaultExecutor = bashlocal.Name
 
 const usage = `usage:
-  dsh-host run [--executor NAME|PATH] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND
+  dsh-host run [--executor NAME|PATH] [--sandbox MODE] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND
   dsh-host plugins [--plugin-dir DIR]
   dsh-host config --dump [--settings FILE] [--executor NAME|PATH]
   dsh-host mcp [--executor NAME|PATH] [--settings FILE] [--watch]
@@ -52,6 +57,9 @@ executor's schema), sandbox, approval.
 `
 
 func main() {
+	if confine.IsHelper() { // bash-sandbox's spawner, run by its plugin
+		os.Exit(confine.HelperMain())
+	}
 	os.Exit(dispatch(os.Args[1:]))
 }
 
@@ -95,7 +103,12 @@ func pluginCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "dsh-host plugin serve: no built-in executor %q\n", args[1])
 		return 2
 	}
+	x, err := newExecutor()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dsh-host plugin serve:", err)
+		return 1
+	}
 	localexec.ClaimAllChildren() // the executor is alone in this process
-	pluginapi.Serve(newExecutor())
+	pluginapi.Serve(x)
 	return 0
 }

@@ -40,6 +40,7 @@ func runCmd(args []string) int {
 	timeout := fs.Duration("timeout", 0, "foreground timeout (default: the executor's, 120s)")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
+	sandbox := fs.String("sandbox", "", "sandbox mode for a sandboxing executor: read-only, workspace-write or danger-full-access (default: the executor's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(usage)
@@ -75,7 +76,8 @@ func runCmd(args []string) int {
 		}
 	}()
 
-	req := pluginapi.ExecRequest{Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds()}
+	req := pluginapi.ExecRequest{Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds(),
+		SandboxMode: pluginapi.SandboxMode(*sandbox)}
 	var out *liveOutput
 	var onOutput func(pluginapi.Stream, []byte)
 	if !*asJSON {

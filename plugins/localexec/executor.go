@@ -128,11 +128,14 @@ func (e *Executor) Close(ctx context.Context) error {
 	var spillErr error
 	go func() {
 		e.active.Wait()
-		e.reaper.killAll() // orphans no command claimed
-		spillErr = e.removeSpillDir()
+		var sandboxErr error
 		if e.cfg.Sandbox != nil {
-			spillErr = errors.Join(spillErr, e.cfg.Sandbox.Close())
+			// Its spawners first: they are children of this process that
+			// no command claimed, which killAll would kill.
+			sandboxErr = e.cfg.Sandbox.Close()
 		}
+		e.reaper.killAll() // orphans no command claimed
+		spillErr = errors.Join(e.removeSpillDir(), sandboxErr)
 		close(done)
 	}()
 	select {

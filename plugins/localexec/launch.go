@@ -28,10 +28,12 @@ type Launcher interface {
 	Start(l Launch) (Started, error)
 }
 
-// forkLauncher starts a process as a child of this one.
-type forkLauncher struct{}
+// ForkLauncher starts a process as a child of this one: the launcher of
+// every command that runs unconfined.
+type ForkLauncher struct{}
 
-func (forkLauncher) Start(l Launch) (Started, error) {
+// Start implements Launcher.
+func (ForkLauncher) Start(l Launch) (Started, error) {
 	p, err := os.StartProcess(l.Argv[0], l.Argv, &os.ProcAttr{
 		Dir:   l.Dir,
 		Env:   l.Env,

@@ -41,7 +41,7 @@ var ErrRunnerFailure = errors.New("the sandbox cannot run the command confined")
 // the fork launcher when the executor does not sandbox.
 func (e *Executor) confine(spec pluginapi.ExecSpec) (Confinement, *pluginapi.SandboxFacts, error) {
 	if e.cfg.Sandbox == nil {
-		return Confinement{Launcher: forkLauncher{}}, nil, nil
+		return Confinement{Launcher: ForkLauncher{}}, nil, nil
 	}
 	facts := &pluginapi.SandboxFacts{Mode: spec.SandboxMode}
 	c, err := e.cfg.Sandbox.Confine(spec)

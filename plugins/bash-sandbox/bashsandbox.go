@@ -1,0 +1,121 @@
+// Package bashsandbox is the sandboxing bash executor: bash-local's
+// mechanics (localexec), with every command started by a spawner confined
+// by Landlock, seccomp and no_new_privs (package confine). Describe reports
+// its default mode; a request may ask for another (danger-full-access once
+// an escalation was approved). Where the kernel cannot enforce a mode,
+// nothing runs, and the result says why; a run the sandbox likely refused
+// something in says so, with the evidence.
+package bashsandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+)
+
+// Name is the executor's name.
+const Name = "bash-sandbox"
+
+// Version is the executor's version.
+const Version = "0.1.0"
+
+// PolicyKey is the settings key of the sandbox policy (the settings file's
+// sandbox section).
+const PolicyKey = "sandboxPolicy"
+
+// PolicySchema is the JSON Schema of the sandbox policy.
+const PolicySchema = `{
+    "type": "object",
+    "additionalProperties": false,
+    "properties": {
+      "defaultMode": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "default": "workspace-write",
+        "description": "the mode of a command that asks for none"},
+      "writableRoots": {"type": "array", "items": {"type": "string"},
+        "description": "absolute directories writable in workspace-write, besides the workdir and a private temporary directory"},
+      "network": {"type": "boolean", "default": false, "description": "allow network sockets (TCP, UDP)"}
+    }
+  }`
+
+// SettingsSchema is the JSON Schema of bash-sandbox's settings: those of
+// every local executor, and the sandbox policy.
+var SettingsSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "shell (bash-sandbox)",
+  "type": "object",
+  "additionalProperties": false,
+  "properties": ` + strings.TrimSuffix(strings.TrimSpace(localexec.SettingsSchemaProperties), "}") +
+	`,
+    "` + PolicyKey + `": ` + PolicySchema + `
+  }
+}`
+
+// SandboxPolicy is the policy commands run under.
+type SandboxPolicy struct {
+	DefaultMode   pluginapi.SandboxMode `json:"defaultMode,omitempty"`
+	WritableRoots []string              `json:"writableRoots,omitempty"`
+	Network       bool                  `json:"network,omitempty"`
+}
+
+// Executor is bash-sandbox: a localexec.Executor whose commands run
+// confined.
+type Executor struct {
+	*localexec.Executor
+	sandbox *sandbox
+}
+
+// New returns bash-sandbox with policy (a zero one: workspace-write, no
+// network). Its spawners are this process's binary run again: the binary's
+// main must run confine.HelperMain when confine.IsHelper says so.
+func New(policy SandboxPolicy) (*Executor, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("bash-sandbox: finding its own binary: %w", err)
+	}
+	sb, err := newSandbox(exe, policy)
+	if err != nil {
+		return nil, err
+	}
+	x := localexec.New(localexec.Config{
+		Name:           Name,
+		Version:        Version,
+		Shell:          "bash",
+		Argv:           func(command string) []string { return []string{"-c", command} },
+		SettingsSchema: SettingsSchema,
+		Sandbox:        sb,
+	})
+	return &Executor{Executor: x, sandbox: sb}, nil
+}
+
+// Configure takes the settings of every local executor and the sandbox
+// policy (PolicyKey).
+func (e *Executor) Configure(ctx context.Context, raw []byte) error {
+	var all map[string]json.RawMessage
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		if err := json.Unmarshal(trimmed, &all); err != nil {
+			return fmt.Errorf("%w: %s: %v", pluginapi.ErrInvalidSettings, Name, err)
+		}
+	}
+	var policy SandboxPolicy
+	if p, ok := all[PolicyKey]; ok {
+		dec := json.NewDecoder(bytes.NewReader(p))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&policy); err != nil {
+			return fmt.Errorf("%w: %s: %s: %v", pluginapi.ErrInvalidSettings, Name, PolicyKey, err)
+		}
+		delete(all, PolicyKey)
+	}
+	rest, _ := json.Marshal(all)
+	if err := e.sandbox.checkPolicy(policy); err != nil {
+		return err
+	}
+	if err := e.Executor.Configure(ctx, rest); err != nil {
+		return err
+	}
+	return e.sandbox.setPolicy(policy)
+}

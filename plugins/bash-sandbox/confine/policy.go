@@ -1,0 +1,67 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// Modes are the modes a policy can have.
+var Modes = []pluginapi.SandboxMode{
+	pluginapi.SandboxReadOnly, pluginapi.SandboxWorkspaceWrite, pluginapi.SandboxDangerFullAccess,
+}
+
+// Policy is what a confined command may do.
+type Policy struct {
+	Mode pluginapi.SandboxMode `json:"mode"`
+	// WritableRoots are the directories a command may write beneath
+	// (workspace-write only; read-only writes nowhere but Scratch).
+	WritableRoots []string `json:"writableRoots,omitempty"`
+	// Scratch is a private temporary directory, writable in every mode.
+	Scratch string `json:"scratch,omitempty"`
+	// Network allows sockets other than AF_UNIX.
+	Network bool `json:"network,omitempty"`
+}
+
+// ErrUnenforceable: the kernel cannot enforce the policy; nothing may run.
+var ErrUnenforceable = errors.New("cannot enforce the sandbox")
+
+// Check refuses a policy that is not well formed.
+func (p Policy) Check() error {
+	if !slices.Contains(Modes, p.Mode) {
+		return fmt.Errorf("sandbox mode %q is not one of %v", p.Mode, Modes)
+	}
+	for _, r := range append(slices.Clone(p.WritableRoots), p.Scratch) {
+		if r != "" && !filepath.IsAbs(r) {
+			return fmt.Errorf("sandbox root %q is not absolute", r)
+		}
+	}
+	return nil
+}
+
+// Key names the policy among others, for reusing a spawner.
+func (p Policy) Key() string {
+	roots := slices.Clone(p.WritableRoots)
+	slices.Sort(roots)
+	return fmt.Sprintf("%s|%t|%s|%s", p.Mode, p.Network, p.Scratch, strings.Join(roots, "\x00"))
+}
+
+// writable is every path the policy lets a command write beneath.
+func (p Policy) writable() []string {
+	var out []string
+	if p.Mode == pluginapi.SandboxWorkspaceWrite {
+		out = append(out, p.WritableRoots...)
+	}
+	if p.Scratch != "" {
+		out = append(out, p.Scratch)
+	}
+	return out
+}
+
+// deviceFiles are written by ordinary commands (`> /dev/null`) and are
+// writable in every mode.
+var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/urandom", "/dev/random"}

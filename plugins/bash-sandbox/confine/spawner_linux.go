@@ -1,0 +1,244 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+)
+
+// ErrSpawnerGone: the spawner exited (a command may have killed it); what
+// it had started is left to the executor's leftover hunt.
+var ErrSpawnerGone = errors.New("the sandbox spawner is gone")
+
+// Spawner is a confined process that starts commands under its policy:
+// what it starts inherits its Landlock domain and seccomp filter, at the
+// cost of a fork rather than of a helper binary per command. It is a
+// localexec.Launcher.
+type Spawner struct {
+	// Enforced is what is in force for every command it starts.
+	Enforced []string
+
+	proc *os.Process
+	conn *net.UnixConn
+	wmu  sync.Mutex // one request written at a time
+
+	mu     sync.Mutex
+	nextID int
+	starts map[int]chan reply
+	exits  map[int]chan int
+	gone   chan struct{}
+	err    error
+}
+
+// startTimeout bounds the spawner's start: its binary, and confining
+// itself.
+const startTimeout = 30 * time.Second
+
+// StartSpawner starts exe (a binary whose main runs HelperMain when
+// IsHelper) as a spawner confined to p. It fails, starting nothing more,
+// when p cannot be enforced here.
+func StartSpawner(exe string, p Policy) (*Spawner, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	if _, err := Probe(p); err != nil {
+		return nil, err
+	}
+	policy, err := encodePolicy(p)
+	if err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox spawner: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "spawner"), os.NewFile(uintptr(fds[1]), "spawner")
+	defer theirs.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		ours.Close()
+		return nil, err
+	}
+	defer null.Close()
+	proc, err := os.StartProcess(exe, []string{exe, helperArg}, &os.ProcAttr{
+		Env:   []string{policyVar + "=" + string(policy)},
+		Files: []*os.File{null, os.Stderr, os.Stderr, theirs},
+		Sys:   namespaceAttr(),
+	})
+	if err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("sandbox spawner: %w", err)
+	}
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		_ = proc.Kill()
+		_, _ = proc.Wait()
+		return nil, fmt.Errorf("sandbox spawner: %w", err)
+	}
+	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), starts: map[int]chan reply{}, exits: map[int]chan int{}, gone: make(chan struct{})}
+	var ready reply
+	_ = s.conn.SetReadDeadline(time.Now().Add(startTimeout))
+	_, err = readFrame(s.conn, &ready)
+	_ = s.conn.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w %s: the spawner did not start: %v", ErrUnenforceable, p.Mode, err)
+	case ready.Failure != "":
+		err = errors.New(ready.Failure)
+	case !ready.Ready:
+		err = fmt.Errorf("%w %s: the spawner said %+v", ErrUnenforceable, p.Mode, ready)
+	}
+	if err != nil {
+		s.conn.Close()
+		_ = proc.Kill()
+		_, _ = proc.Wait()
+		return nil, err
+	}
+	s.Enforced = ready.Enforced
+	go s.read()
+	return s, nil
+}
+
+// read dispatches the spawner's replies until it is gone.
+func (s *Spawner) read() {
+	for {
+		var r reply
+		fds, err := readFrame(s.conn, &r)
+		closeAll(fds) // the spawner sends none
+		if err != nil {
+			s.mu.Lock()
+			s.err = fmt.Errorf("%w: %v", ErrSpawnerGone, err)
+			close(s.gone)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		if r.Exited != 0 {
+			if ch, ok := s.exits[r.Exited]; ok {
+				ch <- r.Status
+				delete(s.exits, r.Exited)
+			}
+		} else if ch, ok := s.starts[r.ID]; ok {
+			if r.Pid != 0 {
+				s.exits[r.Pid] = make(chan int, 1) // before any exit can come
+			}
+			ch <- r
+			delete(s.starts, r.ID)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Start implements localexec.Launcher.
+func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
+	s.mu.Lock()
+	select {
+	case <-s.gone:
+		s.mu.Unlock()
+		return nil, s.err
+	default:
+	}
+	s.nextID++
+	id := s.nextID
+	ch := make(chan reply, 1)
+	s.starts[id] = ch
+	s.mu.Unlock()
+
+	fds := make([]int, 3)
+	for i, f := range l.Files {
+		fds[i] = int(f.Fd())
+	}
+	s.wmu.Lock()
+	err := writeFrame(s.conn, request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir)}, fds...)
+	s.wmu.Unlock()
+	if err != nil {
+		s.forget(id)
+		return nil, fmt.Errorf("%w: %v", ErrSpawnerGone, err)
+	}
+	select {
+	case r := <-ch:
+		if r.Pid == 0 {
+			if r.Errno != 0 {
+				return nil, &os.PathError{Op: r.Op, Path: l.Argv[0], Err: syscall.Errno(r.Errno)}
+			}
+			return nil, fmt.Errorf("sandbox spawner: %s: %s", r.Op, r.Error)
+		}
+		s.mu.Lock()
+		exit := s.exits[r.Pid]
+		s.mu.Unlock()
+		return &spawned{s: s, pid: r.Pid, exit: exit}, nil
+	case <-s.gone:
+		s.forget(id)
+		return nil, s.err
+	}
+}
+
+func (s *Spawner) forget(id int) {
+	s.mu.Lock()
+	delete(s.starts, id)
+	s.mu.Unlock()
+}
+
+// closeGrace is how long a closing spawner has to kill what it started and
+// exit before it is killed.
+const closeGrace = 2 * time.Second
+
+// Close ends the spawner: it kills what it started, and exits.
+func (s *Spawner) Close() error {
+	s.conn.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = s.proc.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		_ = s.proc.Kill()
+		<-done
+	}
+	<-s.gone
+	return nil
+}
+
+// Idle says whether nothing the spawner started is still running.
+func (s *Spawner) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.starts) == 0 && len(s.exits) == 0
+}
+
+// Gone is closed once the spawner has exited.
+func (s *Spawner) Gone() <-chan struct{} { return s.gone }
+
+// spawned is a process the spawner started.
+type spawned struct {
+	s    *Spawner
+	pid  int
+	exit chan int
+}
+
+func (p *spawned) Pid() int { return p.pid }
+
+func (p *spawned) Wait() (syscall.WaitStatus, error) {
+	select {
+	case st := <-p.exit:
+		if st < 0 {
+			return 0, errors.New("the spawner could not wait for the process")
+		}
+		return syscall.WaitStatus(st), nil
+	case <-p.s.gone:
+		return 0, p.s.err
+	}
+}

@@ -1,0 +1,154 @@
+package confine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// The spawner and the plugin talk over a Unix stream socket pair in
+// frames: a 4-byte big-endian length, then that much JSON. A request's
+// three files (stdin, stdout, stderr) ride with its length, as SCM_RIGHTS.
+
+// maxFrame bounds a frame: a command and its environment, with room.
+const maxFrame = 16 << 20
+
+// request asks the spawner to start a process. Arguments, environment and
+// directory are bytes (base64 in the JSON): they need not be UTF-8.
+type request struct {
+	ID   int      `json:"id"`
+	Argv [][]byte `json:"argv"`
+	Env  [][]byte `json:"env"`
+	Dir  []byte   `json:"dir"`
+}
+
+func toBytes(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+func fromBytes(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
+
+// reply is what the spawner says: that it is ready (or why not), that a
+// request started a process (or why not), or that a process exited.
+type reply struct {
+	Ready    bool     `json:"ready,omitempty"`
+	Enforced []string `json:"enforced,omitempty"`
+	Failure  string   `json:"failure,omitempty"`
+
+	ID    int    `json:"id,omitempty"`
+	Pid   int    `json:"pid,omitempty"`
+	Op    string `json:"op,omitempty"`
+	Errno int    `json:"errno,omitempty"`
+	Error string `json:"error,omitempty"`
+
+	Exited int `json:"exited,omitempty"`
+	Status int `json:"status,omitempty"`
+}
+
+// writeFrame writes v, with fds attached to its length.
+func writeFrame(c *net.UnixConn, v any, fds ...int) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var head [4]byte
+	binary.BigEndian.PutUint32(head[:], uint32(len(body)))
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if _, _, err := c.WriteMsgUnix(head[:], oob, nil); err != nil {
+		return err
+	}
+	_, err = c.Write(body)
+	return err
+}
+
+// readFrame reads a frame into v and returns the files that came with it.
+func readFrame(c *net.UnixConn, v any) ([]int, error) {
+	var head [4]byte
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(head[:], oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			got, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				closeAll(fds)
+				return nil, err
+			}
+			fds = append(fds, got...)
+		}
+	}
+	if n < len(head) {
+		if _, err := io.ReadFull(c, head[n:]); err != nil {
+			closeAll(fds)
+			return nil, err
+		}
+	}
+	size := binary.BigEndian.Uint32(head[:])
+	if size > maxFrame {
+		closeAll(fds)
+		return nil, fmt.Errorf("a frame of %d bytes", size)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(c, body); err != nil {
+		closeAll(fds)
+		return nil, err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		closeAll(fds)
+		return nil, err
+	}
+	return fds, nil
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+// policyWire is a Policy as the spawner receives it: paths as bytes, since
+// they need not be UTF-8.
+type policyWire struct {
+	Mode          string   `json:"mode"`
+	WritableRoots [][]byte `json:"writableRoots,omitempty"`
+	Scratch       []byte   `json:"scratch,omitempty"`
+	Network       bool     `json:"network,omitempty"`
+}
+
+func encodePolicy(p Policy) ([]byte, error) {
+	return json.Marshal(policyWire{string(p.Mode), toBytes(p.WritableRoots), []byte(p.Scratch), p.Network})
+}
+
+func decodePolicy(b []byte) (Policy, error) {
+	var w policyWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return Policy{}, err
+	}
+	return Policy{Mode: pluginapi.SandboxMode(w.Mode), WritableRoots: fromBytes(w.WritableRoots), Scratch: string(w.Scratch), Network: w.Network}, nil
+}

@@ -1,0 +1,192 @@
+package bashsandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+)
+
+// maxSpawners bounds the spawners kept, one per policy (mode, workdir):
+// past it the least recently used is closed.
+const maxSpawners = 8
+
+// sandbox is bash-sandbox's localexec.Sandbox: a spawner per policy, and
+// one private temporary directory every confined command may write.
+type sandbox struct {
+	exe string
+
+	mu       sync.Mutex
+	policy   SandboxPolicy
+	scratch  string
+	spawners map[string]*confine.Spawner
+	recent   []string // keys, least recently used first
+	closed   bool
+}
+
+func newSandbox(exe string, policy SandboxPolicy) (*sandbox, error) {
+	s := &sandbox{exe: exe, spawners: map[string]*confine.Spawner{}}
+	if err := s.checkPolicy(policy); err != nil {
+		return nil, err
+	}
+	s.policy = policy
+	return s, nil
+}
+
+func (s *sandbox) checkPolicy(p SandboxPolicy) error {
+	if p.DefaultMode != "" && !slices.Contains(confine.Modes, p.DefaultMode) {
+		return fmt.Errorf("%w: %s: defaultMode %q is not one of %v", pluginapi.ErrInvalidSettings, Name, p.DefaultMode, confine.Modes)
+	}
+	for _, r := range p.WritableRoots {
+		if !filepath.IsAbs(r) {
+			return fmt.Errorf("%w: %s: writable root %q is not absolute", pluginapi.ErrInvalidSettings, Name, r)
+		}
+	}
+	return nil
+}
+
+// setPolicy replaces the policy; spawners of the old one are closed.
+func (s *sandbox) setPolicy(p SandboxPolicy) error {
+	s.mu.Lock()
+	old := s.spawners
+	s.policy, s.spawners, s.recent = p, map[string]*confine.Spawner{}, nil
+	s.mu.Unlock()
+	for _, sp := range old {
+		_ = sp.Close()
+	}
+	return nil
+}
+
+func (s *sandbox) DefaultMode() pluginapi.SandboxMode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.policy.DefaultMode == "" {
+		return pluginapi.SandboxWorkspaceWrite
+	}
+	return s.policy.DefaultMode
+}
+
+func (s *sandbox) Modes() []pluginapi.SandboxMode { return confine.Modes }
+
+// Confine returns the spawner of spec's policy, starting it when there is
+// none (or the last one died).
+func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error) {
+	if spec.SandboxMode == pluginapi.SandboxDangerFullAccess {
+		return localexec.Confinement{Launcher: localexec.ForkLauncher{}}, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return localexec.Confinement{}, errors.New("the sandbox is closed")
+	}
+	if s.scratch == "" {
+		dir, err := os.MkdirTemp("", "dsh-sandbox-tmp-")
+		if err != nil {
+			return localexec.Confinement{}, fmt.Errorf("making the sandbox's private temporary directory: %w", err)
+		}
+		s.scratch = dir
+	}
+	p := confine.Policy{
+		Mode:          spec.SandboxMode,
+		WritableRoots: append([]string{spec.Workdir}, s.policy.WritableRoots...),
+		Scratch:       s.scratch,
+		Network:       s.policy.Network,
+	}
+	key := p.Key()
+	sp := s.spawners[key]
+	if sp != nil {
+		select {
+		case <-sp.Gone():
+			_ = sp.Close()
+			sp = nil
+		default:
+		}
+	}
+	if sp == nil {
+		var err error
+		if sp, err = confine.StartSpawner(s.exe, p); err != nil {
+			delete(s.spawners, key)
+			return localexec.Confinement{}, err
+		}
+		s.spawners[key] = sp
+	}
+	s.touch(key)
+	return localexec.Confinement{Launcher: sp, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": s.scratch}}, nil
+}
+
+// touch marks key most recently used and, past the bound, closes the
+// least recently used spawners that have nothing running (closing one
+// kills what it started); s.mu is held.
+func (s *sandbox) touch(key string) {
+	s.recent = slices.DeleteFunc(s.recent, func(k string) bool { return k == key })
+	s.recent = append(s.recent, key)
+	for i := 0; len(s.recent) > maxSpawners && i < len(s.recent)-1; {
+		k := s.recent[i]
+		if sp := s.spawners[k]; sp != nil && !sp.Idle() {
+			i++
+			continue
+		}
+		if sp := s.spawners[k]; sp != nil {
+			_ = sp.Close()
+		}
+		delete(s.spawners, k)
+		s.recent = slices.Delete(s.recent, i, i+1)
+	}
+}
+
+// denial matches what a refusal looks like in a command's output: Landlock
+// refuses with EACCES (EXDEV for a rename or link across its rules),
+// seccomp with EPERM, a read-only mount with EROFS.
+var denial = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|invalid cross-device link`)
+
+// maxEvidence bounds the evidence lines of a likely denial, and their
+// length.
+const (
+	maxEvidence     = 5
+	maxEvidenceLine = 240
+)
+
+func (s *sandbox) Assess(res pluginapi.RunResult) []string {
+	if res.Sandbox == nil || res.Sandbox.Mode == pluginapi.SandboxDangerFullAccess {
+		return nil
+	}
+	var evidence []string
+	for _, text := range []string{res.Stderr.Text, res.Stdout.Text} {
+		for _, line := range strings.Split(text, "\n") {
+			if len(evidence) == maxEvidence {
+				return evidence
+			}
+			if denial.MatchString(line) {
+				if len(line) > maxEvidenceLine {
+					line = strings.ToValidUTF8(line[:maxEvidenceLine], "") + "…"
+				}
+				evidence = append(evidence, line)
+			}
+		}
+	}
+	return evidence
+}
+
+func (s *sandbox) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	spawners := s.spawners
+	s.spawners = map[string]*confine.Spawner{}
+	scratch := s.scratch
+	s.mu.Unlock()
+	for _, sp := range spawners {
+		_ = sp.Close()
+	}
+	if scratch != "" {
+		return os.RemoveAll(scratch)
+	}
+	return nil
+}
