@@ -7,7 +7,7 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TEST_TIMEOUT ?= 10m
 BIN         := bin
-PLUGINS     := bash-local
+PLUGINS := bash-local bash-sandbox
 
 .PHONY: all build test bench run proto check-proto tools clean
 

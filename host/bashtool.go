@@ -175,6 +175,15 @@ func RenderResult(res pluginapi.RunResult) string {
 	if res.Aborted {
 		notes = append(notes, "[aborted: "+res.AbortReason+"]")
 	}
+	if sb := res.Sandbox; sb != nil {
+		switch {
+		case sb.RunnerFailure != "":
+			notes = append(notes, fmt.Sprintf("[sandbox %s: the command did not run: %s]", sb.Mode, sb.RunnerFailure))
+		case sb.LikelyDenial:
+			notes = append(notes, fmt.Sprintf("[sandbox %s likely refused this (%s); if the command must do it, ask again with sandbox_permissions: %s and a justification]",
+				sb.Mode, strings.Join(sb.Evidence, " | "), RequireEscalated))
+		}
+	}
 	body := b.String()
 	if len(notes) > 0 {
 		if body != "" && !strings.HasSuffix(body, "\n") {

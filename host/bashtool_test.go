@@ -126,3 +126,31 @@ func TestBashToolRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderResultSaysWhatTheSandboxDid(t *testing.T) {
+	code := 1
+	denied := host.RenderResult(pluginapi.RunResult{
+		ExitCode: &code,
+		Stderr:   pluginapi.CollectedOutput{Text: "touch: cannot touch '/etc/x': Permission denied\n"},
+		Sandbox: &pluginapi.SandboxFacts{Mode: pluginapi.SandboxWorkspaceWrite, LikelyDenial: true,
+			Evidence: []string{"touch: cannot touch '/etc/x': Permission denied"}},
+	})
+	if !strings.Contains(denied, "[sandbox workspace-write likely refused this (touch: cannot touch '/etc/x': Permission denied); if the command must do it, ask again with sandbox_permissions: require_escalated") {
+		t.Errorf("a likely denial: %q", denied)
+	}
+	if _, st := pluginapi.ParseExitStatus(denied); st.ExitCode != 1 {
+		t.Errorf("the marker after the note: %q", denied)
+	}
+	code = 126
+	failed := host.RenderResult(pluginapi.RunResult{
+		ExitCode: &code,
+		Sandbox:  &pluginapi.SandboxFacts{Mode: pluginapi.SandboxReadOnly, RunnerFailure: "cannot enforce the sandbox read-only: Landlock is not available"},
+	})
+	if !strings.Contains(failed, "[sandbox read-only: the command did not run: cannot enforce the sandbox read-only: Landlock is not available]") {
+		t.Errorf("a runner failure: %q", failed)
+	}
+	quiet := host.RenderResult(pluginapi.RunResult{ExitCode: &code, Sandbox: &pluginapi.SandboxFacts{Mode: pluginapi.SandboxReadOnly}})
+	if strings.Contains(quiet, "sandbox") {
+		t.Errorf("a run with nothing to say about its sandbox: %q", quiet)
+	}
+}

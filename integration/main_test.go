@@ -13,9 +13,6 @@ var bins struct {
 	dir    string // symlinks resolved, so /proc/PID/exe can be compared to it
 	host   string // dsh-host
 	plugin string // the standalone bash-local plugin
-	// standIn reports a sandbox mode without confining anything: the
-	// approval path's fixture (testdata/sandbox-stand-in).
-	standIn string
 }
 
 func TestMain(m *testing.M) {
@@ -35,12 +32,9 @@ func buildAndRun(m *testing.M) int {
 	}
 	bins.host = filepath.Join(bins.dir, "dsh-host")
 	bins.plugin = filepath.Join(bins.dir, "dsh-executor-bash-local")
-	// Out of bins.dir itself, which is the plugin directory of some tests.
-	bins.standIn = filepath.Join(bins.dir, "fixtures", "dsh-executor-sandbox-stand-in")
 	for out, pkg := range map[string]string{
-		bins.host:    "github.com/dsh-host/dsh-host/cmd/dsh-host",
-		bins.plugin:  "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
-		bins.standIn: "github.com/dsh-host/dsh-host/integration/testdata/sandbox-stand-in",
+		bins.host:   "github.com/dsh-host/dsh-host/cmd/dsh-host",
+		bins.plugin: "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // The protocol version before multi round-trip requests: there the server
@@ -36,13 +38,14 @@ func answering(action string, approve bool, asked *atomic.Int32) mcpClient {
 	}}
 }
 
-// escalate asks for `touch MARK; echo $SANDBOX_MODE_GRANTED` outside the
-// sandbox, and returns the text and whether the command ran.
+// escalate asks bash-sandbox to create a file outside its workspace (the
+// test's directory), which only an approved escalation can; it returns the
+// text and whether the file was made.
 func escalate(t *testing.T, cs *mcp.ClientSession) (text string, isError, ran bool) {
 	t.Helper()
 	mark := filepath.Join(t.TempDir(), "ran")
 	text, isError = call(t, cs, "bash", map[string]any{
-		"command":             "touch " + mark + "; echo $SANDBOX_MODE_GRANTED",
+		"command":             "touch " + mark + " && echo made",
 		"sandbox_permissions": "require_escalated",
 		"justification":       "it writes outside the workspace",
 	})
@@ -60,7 +63,7 @@ func settingsFile(t *testing.T, yaml string) string {
 }
 
 func TestMCPOffersEscalationUnderASandbox(t *testing.T) {
-	cs, _ := mcpClientSession(t, scenario(t), mcpClient{}, "--executor", bins.standIn)
+	cs, _ := mcpClientSession(t, scenario(t), mcpClient{}, "--executor", "bash-sandbox")
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -86,10 +89,10 @@ func TestMCPEscalationApprovedRuns(t *testing.T) {
 			var asked atomic.Int32
 			c := answering("accept", true, &asked)
 			c.protocol = protocol
-			cs, _ := mcpClientSession(t, scenario(t), c, "--executor", bins.standIn)
+			cs, _ := mcpClientSession(t, scenario(t), c, "--executor", "bash-sandbox")
 			text, isError, ran := escalate(t, cs)
-			if isError || !ran || text != "danger-full-access" || asked.Load() != 1 {
-				t.Errorf("text %q error %v ran %v asked %d: want it run once approved, in danger-full-access", text, isError, ran, asked.Load())
+			if isError || !ran || text != "made" || asked.Load() != 1 {
+				t.Errorf("text %q error %v ran %v asked %d: want it run outside the sandbox once approved", text, isError, ran, asked.Load())
 			}
 		})
 	}
@@ -111,7 +114,7 @@ func TestMCPEscalationDenied(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked atomic.Int32
-			args := []string{"--executor", bins.standIn}
+			args := []string{"--executor", "bash-sandbox"}
 			if tc.settings != "" {
 				args = append(args, "--settings", settingsFile(t, tc.settings))
 			}
@@ -142,7 +145,7 @@ func TestMCPEscalationUnanswered(t *testing.T) {
 				},
 			}}
 			settings := settingsFile(t, "approval:\n  timeoutMs: 300\n")
-			cs, _ := mcpClientSession(t, scenario(t), c, "--executor", bins.standIn, "--settings", settings)
+			cs, _ := mcpClientSession(t, scenario(t), c, "--executor", "bash-sandbox", "--settings", settings)
 			text, isError, ran := escalate(t, cs)
 			if ran || !isError || !strings.Contains(text, "no answer within 300ms") {
 				t.Errorf("text %q error %v ran %v: want a denial for want of an answer", text, isError, ran)
@@ -153,10 +156,16 @@ func TestMCPEscalationUnanswered(t *testing.T) {
 
 func TestMCPUseDefaultRunsSandboxed(t *testing.T) {
 	var asked atomic.Int32
-	cs, _ := mcpClientSession(t, scenario(t), answering("accept", true, &asked), "--executor", bins.standIn)
-	text, isError := call(t, cs, "bash", map[string]any{"command": "echo $SANDBOX_MODE_GRANTED", "sandbox_permissions": "use_default"})
-	if isError || text != "default" || asked.Load() != 0 {
-		t.Errorf("text %q error %v asked %d: want it run in the default mode without asking", text, isError, asked.Load())
+	cs, _ := mcpClientSession(t, scenario(t), answering("accept", true, &asked), "--executor", "bash-sandbox")
+	mark := filepath.Join(t.TempDir(), "ran")
+	text, isError := call(t, cs, "bash", map[string]any{"command": "touch " + mark, "sandbox_permissions": "use_default"})
+	if _, err := os.Stat(mark); err == nil || isError || asked.Load() != 0 {
+		t.Errorf("error %v asked %d, the file made: want it run in the sandbox without asking", isError, asked.Load())
+	}
+	body, st := pluginapi.ParseExitStatus(text)
+	if st.ExitCode != 1 || !refused.MatchString(body) ||
+		!strings.Contains(body, "[sandbox workspace-write likely refused this") {
+		t.Errorf("the model is not told the sandbox refused: %q", text)
 	}
 }
 
@@ -179,7 +188,7 @@ func TestMCPEscalationAnswersAreCheckedOnRetry(t *testing.T) {
 		},
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}}
-	cs, _ := mcpClientSession(t, scenario(t), c, "--executor", bins.standIn)
+	cs, _ := mcpClientSession(t, scenario(t), c, "--executor", "bash-sandbox")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	mark := filepath.Join(t.TempDir(), "ran")

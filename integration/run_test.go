@@ -148,7 +148,7 @@ func TestRunRefusesTwoShells(t *testing.T) {
 	}
 }
 
-// dsh-host plugins lists the built-in executor and the plugin directory's,
+// dsh-host plugins lists the built-in executors and the plugin directory's,
 // each described by a real launch, and leaves nothing running.
 func TestPluginsListsExecutors(t *testing.T) {
 	tag := scenario(t)
@@ -157,14 +157,16 @@ func TestPluginsListsExecutors(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
 	out := lines(r.stdout)
-	if len(out) != 3 || !strings.HasPrefix(out[0], "NAME") {
-		t.Fatalf("output %q, want a header and two executors", r.stdout)
+	if len(out) != 4 || !strings.HasPrefix(out[0], "NAME") {
+		t.Fatalf("output %q, want a header and three executors", r.stdout)
 	}
-	if !strings.Contains(out[1], "bash-local") || !strings.Contains(out[1], "(built in)") || !strings.Contains(out[1], "0.1.0") {
-		t.Errorf("built-in row %q", out[1])
+	for i, want := range []string{"bash-local .* none .*\\(built in\\)", "bash-sandbox .* workspace-write .*\\(built in\\)"} {
+		if !regexp.MustCompile(want).MatchString(out[1+i]) || !strings.Contains(out[1+i], "0.1.0") {
+			t.Errorf("built-in row %q, want %s", out[1+i], want)
+		}
 	}
-	if !strings.Contains(out[2], bins.plugin) || !strings.Contains(out[2], "none") {
-		t.Errorf("plugin directory row %q", out[2])
+	if !strings.Contains(out[3], bins.plugin) || !strings.Contains(out[3], "none") {
+		t.Errorf("plugin directory row %q", out[3])
 	}
 }
 

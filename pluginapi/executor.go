@@ -9,6 +9,11 @@ const SettingsNamespace = "shell"
 // ServiceShell is the service name a shell executor provides to a host.
 const ServiceShell = "shell"
 
+// SandboxPolicySetting is the settings key of a sandboxing executor's
+// policy (the sandboxPolicy service): its settings schema declares it, and
+// a host fills it from the settings file's sandbox section.
+const SandboxPolicySetting = "sandboxPolicy"
+
 // ShellExecutor runs shell commands. Every method takes ctx first.
 //
 // Cancelling ctx means: for Describe, Resolve, Close, ReadOutput, Kill and

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // configCmd prints the effective configuration: `dsh-host config --dump`.
@@ -79,10 +80,12 @@ func configCmd(args []string) int {
 			fmt.Fprintf(w, "host.checksums.%s\t%s\t%s\n", n, file.Host.Checksums[n], origin("host", "checksums", ""))
 		}
 	}
-	for _, sec := range []struct{ name, schema, from string }{
-		{"shell", d.SettingsSchema, d.Name + " default"},
-		{"approval", host.ApprovalSchema, "default"},
-	} {
+	sections := []struct{ name, schema, from string }{{"shell", d.SettingsSchema, d.Name + " default"}}
+	if policy := host.SandboxPolicySchema(d.SettingsSchema); policy != nil {
+		sections = append(sections, struct{ name, schema, from string }{"sandbox", string(policy), d.Name + " default"})
+	}
+	sections = append(sections, struct{ name, schema, from string }{"approval", host.ApprovalSchema, "default"})
+	for _, sec := range sections {
 		if err := dumpSection(w, file, sec.name, sec.schema, sec.from, origin); err != nil {
 			return cannot(err)
 		}
@@ -116,6 +119,9 @@ func dumpSection(w io.Writer, file *host.SettingsFile, section, schema, defaultF
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if section == pluginapi.SettingsNamespace && k == pluginapi.SandboxPolicySetting {
+			continue // the sandbox section
+		}
 		if v, ok := set[k]; ok {
 			fmt.Fprintf(w, "%s.%s\t%s\t%s\n", section, k, v, origin(section, k, ""))
 			continue

@@ -109,7 +109,7 @@ func startRuntime(ctx context.Context, mf *mountFlags, logger hclog.Logger) (*ho
 		d, err := r.Shell().Describe(ctx)
 		if err == nil {
 			var section []byte
-			if section, err = file.Section("shell", d.SettingsSchema); err == nil {
+			if section, err = file.ShellSettings(d); err == nil {
 				err = r.Configure(ctx, section)
 			}
 		}

@@ -58,7 +58,7 @@ func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFi
 	}
 	if file != nil {
 		shell := m.Shell()
-		section, err := file.Section("shell", shell.Description().SettingsSchema)
+		section, err := file.ShellSettings(shell.Description())
 		if err == nil {
 			err = shell.Configure(ctx, section)
 		}

@@ -27,7 +27,7 @@ const Version = "0.1.0"
 
 // PolicyKey is the settings key of the sandbox policy (the settings file's
 // sandbox section).
-const PolicyKey = "sandboxPolicy"
+const PolicyKey = pluginapi.SandboxPolicySetting
 
 // PolicySchema is the JSON Schema of the sandbox policy.
 const PolicySchema = `{
