@@ -10,7 +10,7 @@
 // `dsh-host run` does. It reports; it does not fail: the exit status is
 // nonzero only when it cannot measure.
 //
-//	go run ./integration/bench [-n 300] [-warmup 30] [-dsh-host PATH] [-breakdown]
+//	go run ./integration/bench [-n 300] [-warmup 30] [-dsh-host PATH] [-breakdown] [-only STEP]
 package main
 
 import (
@@ -61,14 +61,15 @@ func main() {
 	warmup := flag.Int("warmup", 30, "unmeasured iterations of each side first")
 	bin := flag.String("dsh-host", "", "dsh-host binary to measure (default: build one)")
 	breakdown := flag.Bool("breakdown", false, "also time the parts of a run through the plugin")
+	only := flag.String("only", "", "measure only this step (latency, sandbox, sequential, concurrent, spill, background, cold, reload, mcp, breakdown)")
 	flag.Parse()
-	if err := run(*bin, *n, *warmup, *breakdown); err != nil {
+	if err := run(*bin, *n, *warmup, *breakdown, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n, warmup int, breakdown bool) error {
+func run(bin string, n, warmup int, breakdown bool, only string) error {
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "dsh-bench-")
 		if err != nil {
@@ -110,21 +111,31 @@ func run(bin string, n, warmup int, breakdown bool) error {
 		figures = append(figures, fs...)
 		return nil
 	}
-	steps := []func() ([]figure, error){
-		func() ([]figure, error) { return latency(ctx, shell, n, warmup) },
-		func() ([]figure, error) { return sequential(ctx, shell, 1000) },
-		func() ([]figure, error) { return concurrent(ctx, shell, 64) },
-		func() ([]figure, error) { return spillThroughput(ctx, h, spillDir) },
-		func() ([]figure, error) { return backgroundThroughput(ctx, shell) },
-		func() ([]figure, error) { return coldStart(ctx, bin, 20) },
-		func() ([]figure, error) { return hotReload(ctx, bin, 10) },
-		func() ([]figure, error) { return mcpLatency(ctx, shell, bin, n, warmup) },
+	steps := []struct {
+		name string
+		run  func() ([]figure, error)
+	}{
+		{"latency", func() ([]figure, error) { return latency(ctx, shell, n, warmup) }},
+		{"sandbox", func() ([]figure, error) { return sandboxLatency(ctx, bin, shell, n, warmup) }},
+		{"sequential", func() ([]figure, error) { return sequential(ctx, shell, 1000) }},
+		{"concurrent", func() ([]figure, error) { return concurrent(ctx, shell, 64) }},
+		{"spill", func() ([]figure, error) { return spillThroughput(ctx, h, spillDir) }},
+		{"background", func() ([]figure, error) { return backgroundThroughput(ctx, shell) }},
+		{"cold", func() ([]figure, error) { return coldStart(ctx, bin, 20) }},
+		{"reload", func() ([]figure, error) { return hotReload(ctx, bin, 10) }},
+		{"mcp", func() ([]figure, error) { return mcpLatency(ctx, shell, bin, n, warmup) }},
 	}
 	if breakdown {
-		steps = append(steps, func() ([]figure, error) { return parts(ctx, shell, n, warmup) })
+		steps = append(steps, struct {
+			name string
+			run  func() ([]figure, error)
+		}{"breakdown", func() ([]figure, error) { return parts(ctx, shell, n, warmup) }})
 	}
 	for _, step := range steps {
-		if err := measure(step()); err != nil {
+		if only != "" && step.name != only {
+			continue
+		}
+		if err := measure(step.run()); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// sandboxLatency is the median latency of `true` under bash-sandbox
+// (workspace-write: its spawner forks the command, already confined)
+// against bash-local, both launched as plugins and measured in turn.
+func sandboxLatency(ctx context.Context, bin string, local pluginapi.ShellExecutor, n, warmup int) ([]figure, error) {
+	h, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "bash-sandbox", Path: bin, Args: host.ServeArgs("bash-sandbox")}})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close(ctx)
+	sandboxed := h.Shell()
+	times, err := interleave(n, warmup,
+		func() error { return runTrue(ctx, sandboxed) },
+		func() error { return runTrue(ctx, local) })
+	if err != nil {
+		return nil, err
+	}
+	sb, bl := median(times[0]), median(times[1])
+	return []figure{
+		{"sandbox_true_latency_ratio", sb / bl, "x", "<=", 1.15},
+		{"sandbox_true_median", sb, "ms", ">=", 0},
+		{"sandbox_local_true_median", bl, "ms", ">=", 0},
+	}, nil
+}
