@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -176,7 +175,7 @@ func exitStatus(res pluginapi.RunResult) int {
 	case res.TimedOut:
 		return exitTimedOut
 	case res.Signal != "":
-		if n := unix.SignalNum(res.Signal); n != 0 {
+		if n := signalNumber(res.Signal); n != 0 {
 			return 128 + int(n)
 		}
 		return 128

@@ -1,0 +1,39 @@
+//go:build unix
+
+package localexec
+
+import (
+	"os"
+	"syscall"
+)
+
+// ForkLauncher starts a process as a child of this one: the launcher of
+// every command that runs unconfined.
+type ForkLauncher struct{}
+
+// Start implements Launcher.
+func (ForkLauncher) Start(l Launch) (Started, error) {
+	p, err := os.StartProcess(l.Argv[0], l.Argv, &os.ProcAttr{
+		Dir:   l.Dir,
+		Env:   l.Env,
+		Files: l.Files[:],
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return forked{p}, nil
+}
+
+type forked struct{ p *os.Process }
+
+func (f forked) Pid() int { return f.p.Pid }
+
+func (f forked) Wait() (syscall.WaitStatus, error) {
+	st, err := f.p.Wait()
+	if err != nil {
+		var ws syscall.WaitStatus
+		return ws, err
+	}
+	return st.Sys().(syscall.WaitStatus), nil
+}
