@@ -29,7 +29,16 @@ func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == helperArg }
 // process groups, reporting each pid and each exit. When the plugin goes
 // (its end of the socket closes) it kills what it started and returns.
 func HelperMain() int {
-	conn, err := net.FileConn(os.NewFile(3, "spawner"))
+	// FileConn keeps a close-on-exec duplicate; fd 3 itself must not reach
+	// the commands.
+	f := os.NewFile(3, "spawner")
+	conn, err := net.FileConn(f)
+	f.Close()
+	// Nor may any descriptor this process inherited by accident (a host's
+	// stray pipe to the world outside): none reaches a command.
+	if cerr := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); cerr != nil && err == nil {
+		err = fmt.Errorf("marking inherited descriptors close-on-exec: %w", cerr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dsh sandbox spawner: no socket on fd 3:", err)
 		return 2
