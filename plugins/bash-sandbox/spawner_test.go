@@ -2,9 +2,11 @@ package bashsandbox_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,10 +34,11 @@ func spawners(t *testing.T) []int {
 	return pids
 }
 
-// A command that kills its own spawner (it shares the spawner's sandbox)
-// settles, and the next command gets a new spawner. Close leaves no
-// spawner behind.
-func TestSpawnerKilledByACommand(t *testing.T) {
+// A spawner that dies (killed from outside, or by one of its commands, with
+// which it may share a Landlock domain) takes what it started with it: the
+// run settles at once, and the next command gets a new spawner. Close
+// leaves no spawner behind.
+func TestSpawnerDeath(t *testing.T) {
 	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,23 +50,53 @@ func TestSpawnerKilledByACommand(t *testing.T) {
 		t.Helper()
 		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: command, Workdir: ws}, nil)
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
 		return res
 	}
 	if res := run("echo first; ls /proc/self/fd"); res.Stdout.Text != "first\n0\n1\n2\n3\n" {
 		t.Fatalf("first (a command has stdin, stdout, stderr, and ls its directory): %q", res.Stdout.Text)
 	}
-	if n := len(spawners(t)); n != 1 {
-		t.Fatalf("%d spawners, want 1", n)
+	sp := spawners(t)
+	if len(sp) != 1 {
+		t.Fatalf("%d spawners, want 1", len(sp))
 	}
+	type outcome struct {
+		res pluginapi.RunResult
+		err error
+	}
+	settled := make(chan outcome, 1)
 	began := time.Now()
-	res := run("kill -9 $PPID; sleep 30")
-	if res.ExitCode != nil && *res.ExitCode == 0 {
-		t.Errorf("the run whose spawner died: %+v", res)
+	go func() {
+		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "sleep 30", Workdir: ws}, nil)
+		settled <- outcome{res, err}
+	}()
+	var sleep int
+	for sleep = childNamed(sp[0], "sleep"); sleep == 0; sleep = childNamed(sp[0], "sleep") {
+		if time.Since(began) > 10*time.Second {
+			t.Fatal("the sleep never started")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if took := time.Since(began); took > 10*time.Second {
-		t.Errorf("the run outlived its spawner by %v: what it started should have been killed", took)
+	if err := syscall.Kill(sp[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-settled:
+		// Killed before its start was reported, the run fails to start;
+		// after, it settles killed. Either way it does not wait out the
+		// sleep, and the sleep goes.
+		if o.err == nil && o.res.ExitCode != nil && *o.res.ExitCode == 0 {
+			t.Errorf("the run whose spawner died: %+v", o.res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run outlived its spawner")
+	}
+	for syscall.Kill(sleep, 0) == nil && !zombie(sleep) {
+		if time.Since(began) > 15*time.Second {
+			t.Fatalf("the sleep (%d) outlived its spawner", sleep)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if res := run("echo again"); res.Stdout.Text != "again\n" || res.Sandbox == nil || res.Sandbox.RunnerFailure != "" {
 		t.Errorf("after the spawner died: %+v", res)
@@ -74,4 +107,27 @@ func TestSpawnerKilledByACommand(t *testing.T) {
 	if left := spawners(t); len(left) != 0 {
 		t.Errorf("spawners left after Close: %v", left)
 	}
+}
+
+// childNamed is a child of pid whose command is name, or 0.
+func childNamed(pid int, name string) int {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(data)) {
+			comm, _ := os.ReadFile("/proc/" + f + "/comm")
+			if strings.TrimSpace(string(comm)) == name {
+				child, _ := strconv.Atoi(f)
+				return child
+			}
+		}
+	}
+	return 0
+}
+
+// zombie says whether pid has exited, not yet reaped.
+func zombie(pid int) bool {
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z")
 }

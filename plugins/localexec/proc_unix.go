@@ -100,6 +100,9 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		if p.stdinW != nil {
 			p.stdinW.Close()
 		}
+		// A launcher that failed midway (a spawner that died) may have
+		// started the process all the same: it carries the tag.
+		r.killLeftovers(0, tag)
 		return nil, classifyStartErr(spec.Workdir, argv[0], err)
 	}
 	p.child = child

@@ -104,3 +104,26 @@ func (r *reaper) reaped(pid int) {
 // every exited orphan is reaped. Do not call it in a process that starts
 // children of its own.
 func ClaimAllChildren() { children.claimAll.Store(true) }
+
+// StartHelper starts a process that serves an executor rather than runs a
+// command (a sandbox's spawner): start runs under the lock the reaper
+// scans under, and from then on the reaper leaves the process alone,
+// neither adopting, killing nor reaping it, until ForgetHelper. Its
+// starter waits for it.
+func StartHelper(start func() (pid int, err error)) error {
+	t := children
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pid, err := start()
+	if err == nil {
+		t.shells[pid] = true
+	}
+	return err
+}
+
+// ForgetHelper ends what StartHelper began, once the helper was waited for.
+func ForgetHelper(pid int) {
+	children.mu.Lock()
+	defer children.mu.Unlock()
+	delete(children.shells, pid)
+}

@@ -34,7 +34,7 @@ type Spawner struct {
 
 	mu     sync.Mutex
 	nextID int
-	starts map[int]chan reply
+	starts map[int]chan started
 	exits  map[int]chan int
 	gone   chan struct{}
 	err    error
@@ -70,10 +70,18 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 		return nil, err
 	}
 	defer null.Close()
-	proc, err := os.StartProcess(exe, []string{exe, helperArg}, &os.ProcAttr{
-		Env:   []string{policyVar + "=" + string(policy)},
-		Files: []*os.File{null, os.Stderr, os.Stderr, theirs},
-		Sys:   namespaceAttr(),
+	var proc *os.Process
+	err = localexec.StartHelper(func() (int, error) {
+		var err error
+		proc, err = os.StartProcess(exe, []string{exe, helperArg}, &os.ProcAttr{
+			Env:   []string{policyVar + "=" + string(policy)},
+			Files: []*os.File{null, os.Stderr, os.Stderr, theirs},
+			Sys:   namespaceAttr(),
+		})
+		if err != nil {
+			return 0, err
+		}
+		return proc.Pid, nil
 	})
 	if err != nil {
 		ours.Close()
@@ -84,9 +92,10 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 	if err != nil {
 		_ = proc.Kill()
 		_, _ = proc.Wait()
+		localexec.ForgetHelper(proc.Pid)
 		return nil, fmt.Errorf("sandbox spawner: %w", err)
 	}
-	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), starts: map[int]chan reply{}, exits: map[int]chan int{}, gone: make(chan struct{})}
+	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), starts: map[int]chan started{}, exits: map[int]chan int{}, gone: make(chan struct{})}
 	var ready reply
 	_ = s.conn.SetReadDeadline(time.Now().Add(startTimeout))
 	_, err = readFrame(s.conn, &ready)
@@ -103,6 +112,7 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 		s.conn.Close()
 		_ = proc.Kill()
 		_, _ = proc.Wait()
+		localexec.ForgetHelper(proc.Pid)
 		return nil, err
 	}
 	s.Enforced = ready.Enforced
@@ -130,10 +140,14 @@ func (s *Spawner) read() {
 				delete(s.exits, r.Exited)
 			}
 		} else if ch, ok := s.starts[r.ID]; ok {
+			st := started{reply: r}
 			if r.Pid != 0 {
-				s.exits[r.Pid] = make(chan int, 1) // before any exit can come
+				// Made here, before its exit can come, and handed over
+				// with the reply: the exit may arrive before Start looks.
+				st.exit = make(chan int, 1)
+				s.exits[r.Pid] = st.exit
 			}
-			ch <- r
+			ch <- st
 			delete(s.starts, r.ID)
 		}
 		s.mu.Unlock()
@@ -151,7 +165,7 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	}
 	s.nextID++
 	id := s.nextID
-	ch := make(chan reply, 1)
+	ch := make(chan started, 1)
 	s.starts[id] = ch
 	s.mu.Unlock()
 
@@ -167,17 +181,15 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 		return nil, fmt.Errorf("%w: %v", ErrSpawnerGone, err)
 	}
 	select {
-	case r := <-ch:
+	case st := <-ch:
+		r := st.reply
 		if r.Pid == 0 {
 			if r.Errno != 0 {
 				return nil, &os.PathError{Op: r.Op, Path: l.Argv[0], Err: syscall.Errno(r.Errno)}
 			}
 			return nil, fmt.Errorf("sandbox spawner: %s: %s", r.Op, r.Error)
 		}
-		s.mu.Lock()
-		exit := s.exits[r.Pid]
-		s.mu.Unlock()
-		return &spawned{s: s, pid: r.Pid, exit: exit}, nil
+		return &spawned{s: s, pid: r.Pid, exit: st.exit}, nil
 	case <-s.gone:
 		s.forget(id)
 		return nil, s.err
@@ -208,6 +220,7 @@ func (s *Spawner) Close() error {
 		_ = s.proc.Kill()
 		<-done
 	}
+	localexec.ForgetHelper(s.proc.Pid)
 	<-s.gone
 	return nil
 }
@@ -221,6 +234,13 @@ func (s *Spawner) Idle() bool {
 
 // Gone is closed once the spawner has exited.
 func (s *Spawner) Gone() <-chan struct{} { return s.gone }
+
+// started is a start reply, with the channel its process's exit will come
+// on.
+type started struct {
+	reply reply
+	exit  chan int
+}
 
 // spawned is a process the spawner started.
 type spawned struct {
@@ -239,6 +259,13 @@ func (p *spawned) Wait() (syscall.WaitStatus, error) {
 		}
 		return syscall.WaitStatus(st), nil
 	case <-p.s.gone:
+		select { // an exit that came before the end still counts
+		case st := <-p.exit:
+			if st >= 0 {
+				return syscall.WaitStatus(st), nil
+			}
+		default:
+		}
 		return 0, p.s.err
 	}
 }
