@@ -77,7 +77,13 @@ func New(policy SandboxPolicy) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bash-sandbox: finding its own binary: %w", err)
 	}
-	sb, err := newSandbox(exe, policy)
+	// Spawners run this very file, opened now: whatever a command later
+	// puts at its path (it may lie beneath a writable root) is not run.
+	self, err := os.Open(exe)
+	if err != nil {
+		return nil, fmt.Errorf("bash-sandbox: opening its own binary: %w", err)
+	}
+	sb, err := newSandbox(self, policy)
 	if err != nil {
 		return nil, err
 	}

@@ -266,3 +266,75 @@ func TestOrdinaryFailuresAreNotDenials(t *testing.T) {
 		t.Errorf("the default mode's facts: %+v", res.Sandbox)
 	}
 }
+
+// A confined command has no capability and no way back: it cannot undo the
+// read-only mounts (the new mount API), make a device node, change the
+// host's /dev/null through its stdin, reach into its spawner (signal it,
+// take its descriptors), or connect to a named socket of the host's.
+func TestConfinedCommandsHaveNoWayBack(t *testing.T) {
+	b := newBox(t)
+	ww := pluginapi.SandboxWorkspaceWrite
+	if res := b.run(ww, "grep CapEff /proc/self/status"); res.Stdout.Text != "CapEff:\t0000000000000000\n" {
+		t.Errorf("capabilities: %q", res.Stdout.Text)
+	}
+	b.denied(ww, `python3 -c '
+import ctypes, os
+l = ctypes.CDLL(None, use_errno=True)
+attr = (ctypes.c_uint64 * 4)(0, 1, 0, 0)  # clear MOUNT_ATTR_RDONLY
+if l.syscall(442, -100, b"/", 0x8000, attr, 32) != 0:  # mount_setattr(AT_FDCWD, "/", AT_RECURSIVE)
+    e = ctypes.get_errno(); raise OSError(e, os.strerror(e))'`)
+	b.denied(ww, "mknod blk b 7 0")
+	absent(t, filepath.Join(b.ws, "blk"))
+	before, err := os.Stat(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.denied(ww, "touch -d 2001-01-01 /proc/self/fd/0")
+	if after, _ := os.Stat(os.DevNull); !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("%s changed: %v, was %v", os.DevNull, after.ModTime(), before.ModTime())
+	}
+	b.denied(ww, "kill -STOP $PPID")
+	b.denied(ww, `python3 -c '
+import ctypes, os
+l = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(os.getppid())
+for fd in os.listdir("/proc/%d/fd" % os.getppid()):
+    if l.syscall(438, pidfd, int(fd), 0) >= 0:  # pidfd_getfd
+        print("took", fd); break
+else:
+    raise OSError(1, os.strerror(1))'`)
+
+	sock := filepath.Join(b.outside[0], "host.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan bool, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err == nil
+	}()
+	b.denied(ww, fmt.Sprintf(`python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(%q)'`, sock))
+	l.Close()
+	if <-accepted {
+		t.Error("a command reached a named socket of the host's")
+	}
+}
+
+// The whole filesystem is no workspace.
+func TestRootIsNoWorkspace(t *testing.T) {
+	b := newBox(t)
+	ctx := context.Background()
+	res, err := pluginapi.RunRequest(ctx, b.x, pluginapi.ExecRequest{Command: "touch /dsh-sandbox-escaped", Workdir: "/"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent(t, "/dsh-sandbox-escaped")
+	if res.Sandbox == nil || !strings.Contains(res.Sandbox.RunnerFailure, "whole filesystem") {
+		t.Errorf("workdir /: %+v", res.Sandbox)
+	}
+}

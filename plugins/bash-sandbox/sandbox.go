@@ -22,7 +22,8 @@ const maxSpawners = 8
 // sandbox is bash-sandbox's localexec.Sandbox: a spawner per policy, and
 // one private temporary directory every confined command may write.
 type sandbox struct {
-	exe string
+	// self is this process's binary, which spawners run, by descriptor.
+	self *os.File
 
 	mu       sync.Mutex
 	policy   SandboxPolicy
@@ -32,8 +33,8 @@ type sandbox struct {
 	closed   bool
 }
 
-func newSandbox(exe string, policy SandboxPolicy) (*sandbox, error) {
-	s := &sandbox{exe: exe, spawners: map[string]*confine.Spawner{}}
+func newSandbox(self *os.File, policy SandboxPolicy) (*sandbox, error) {
+	s := &sandbox{self: self, spawners: map[string]*confine.Spawner{}}
 	if err := s.checkPolicy(policy); err != nil {
 		return nil, err
 	}
@@ -94,9 +95,22 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		}
 		s.scratch = dir
 	}
+	// The roots as they are now, symlinks resolved: a root that is a
+	// link would otherwise make writable wherever it points.
+	var roots []string
+	for _, r := range append([]string{spec.Workdir}, s.policy.WritableRoots...) {
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return localexec.Confinement{}, fmt.Errorf("writable root %s: %w", r, err)
+		}
+		if real == "/" {
+			return localexec.Confinement{}, fmt.Errorf("writable root %s is the whole filesystem: choose a workdir beneath it", r)
+		}
+		roots = append(roots, real)
+	}
 	p := confine.Policy{
 		Mode:          spec.SandboxMode,
-		WritableRoots: append([]string{spec.Workdir}, s.policy.WritableRoots...),
+		WritableRoots: roots,
 		Scratch:       s.scratch,
 		Network:       s.policy.Network,
 	}
@@ -112,7 +126,7 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 	}
 	if sp == nil {
 		var err error
-		if sp, err = confine.StartSpawner(s.exe, p); err != nil {
+		if sp, err = confine.StartSpawner(fmt.Sprintf("/proc/self/fd/%d", s.self.Fd()), p); err != nil {
 			delete(s.spawners, key)
 			return localexec.Confinement{}, err
 		}
@@ -185,6 +199,7 @@ func (s *sandbox) Close() error {
 	for _, sp := range spawners {
 		_ = sp.Close()
 	}
+	s.self.Close()
 	if scratch != "" {
 		return os.RemoveAll(scratch)
 	}

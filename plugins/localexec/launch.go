@@ -6,7 +6,8 @@ import (
 )
 
 // Launch is one process to start, as spawn prepared it: the files are the
-// command's stdin, stdout and stderr.
+// command's stdin, stdout and stderr. No stdin (nil) means /dev/null,
+// which the launcher opens itself.
 type Launch struct {
 	Argv  []string
 	Env   []string

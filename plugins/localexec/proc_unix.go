@@ -78,15 +78,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		l.Files[0] = r
 		closeOnStart = append(closeOnStart, r)
 		p.stdinW = w
-	} else {
-		null, err := os.Open(os.DevNull)
-		if err != nil {
-			p.closePipes()
-			return nil, fmt.Errorf("localexec: %w", err)
-		}
-		l.Files[0] = null
-		closeOnStart = append(closeOnStart, null)
-	}
+	} // else the launcher opens /dev/null
 
 	p.began = time.Now()
 	r.t.mu.Lock()
@@ -148,7 +140,7 @@ func (p *proc) closePipes() {
 func (p *proc) interrupt(cause error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.exited || p.cause != nil {
+	if p.exited || p.cause != nil || p.pgid <= 1 {
 		return false
 	}
 	if err := unix.Kill(-p.pgid, unix.SIGTERM); err != nil {

@@ -108,7 +108,7 @@ func (r *reaper) killMatching(pgid int, classify func(tag string, state tagState
 // this executor's, and returns them; they are adopted, to be reaped once
 // they are orphans here. pgid 0 is no group.
 func (r *reaper) killGroup(pgid int) []int {
-	if pgid <= 0 || unix.Kill(-pgid, 0) != nil {
+	if pgid <= 1 || unix.Kill(-pgid, 0) != nil { // never -1: every process
 		return nil
 	}
 	members := groupMembers(pgid)

@@ -11,7 +11,7 @@ func becomeSubreaper() {}
 // killLeftovers kills the rest of the command's process group. It cannot
 // count them here, and reports 0.
 func (r *reaper) killLeftovers(pgid int, tag string) int {
-	if pgid > 0 {
+	if pgid > 1 {
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}
 	return 0

@@ -46,9 +46,9 @@ func Probe(p Policy) ([]string, error) {
 		enforced = append(enforced, "landlock-scope-signal", "landlock-scope-abstract-unix")
 	}
 	if !p.Network {
-		enforced = append(enforced, "seccomp-af-unix-only")
+		enforced = append(enforced, "seccomp-af-unix-only", "seccomp-no-connect")
 	}
-	return append(enforced, "seccomp-no-io-uring", "seccomp-no-ptrace"), nil
+	return append(enforced, "seccomp-no-io-uring", "seccomp-no-ptrace", "seccomp-no-mount-changes", "seccomp-no-bpf-perf-keyrings-modules"), nil
 }
 
 // Apply confines this process, and every process it starts from now on,
@@ -97,11 +97,24 @@ func loadSeccomp(p Policy) error {
 		Names: []string{
 			"io_uring_setup", "io_uring_enter", "io_uring_register",
 			"ptrace", "process_vm_readv", "process_vm_writev",
+			// Changes to mounts, which would undo the read-only ones (Landlock
+			// refuses mount(2) but not the new mount API).
+			"mount", "umount2", "pivot_root", "mount_setattr", "open_tree", "open_tree_attr",
+			"fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
+			// The kernel's own attack surface, and keyrings shared with the
+			// host.
+			"bpf", "perf_event_open", "add_key", "keyctl", "request_key",
+			"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
 		},
 	}}
 	if !p.Network {
+		// No sockets but AF_UNIX, and no connecting even those: a named
+		// socket on the host (a container engine's, the session bus) is
+		// reached by connect, which Landlock before ABI 9 does not
+		// confine. A socketpair needs no connect.
 		refused = append(refused, seccomp.SyscallGroup{
 			Action: eperm,
+			Names:  []string{"connect"},
 			NamesWithCondtions: []seccomp.NameWithConditions{{
 				Name:       "socket",
 				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 
@@ -46,6 +47,7 @@ func HelperMain() int {
 	c := conn.(*net.UnixConn)
 	p, err := decodePolicy([]byte(os.Getenv(policyVar)))
 	os.Unsetenv(policyVar)
+	forks := newForker()
 	var enforced []string
 	if err == nil {
 		enforced, err = confineSpawner(p)
@@ -54,7 +56,7 @@ func HelperMain() int {
 		_ = writeFrame(c, reply{Failure: err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, groups: map[int]bool{}}
+	s := &spawnerState{c: c, fork: forks.start, groups: map[int]bool{}}
 	if err := s.send(reply{Ready: true, Enforced: enforced}); err != nil {
 		return 1
 	}
@@ -85,17 +87,23 @@ func confineSpawner(p Policy) ([]string, error) {
 	if err := dropCapabilities(); err != nil {
 		return nil, fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err)
 	}
+	// Nothing of the spawner (its socket to the plugin, its memory) is open
+	// to a process without CAP_SYS_PTRACE, which no command has.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err)
+	}
 	enforced, err := Apply(p)
 	if err != nil {
 		return nil, err
 	}
-	return append(enforced, "read-only-mounts"), nil
+	return append(enforced, "read-only-mounts", "no-capabilities"), nil
 }
 
 // spawnerState is the spawner's side: one writer at a time, and the
 // process groups it started that are still alive.
 type spawnerState struct {
 	c      *net.UnixConn
+	fork   func([]string, *os.ProcAttr) (*os.Process, error)
 	wmu    sync.Mutex
 	mu     sync.Mutex
 	groups map[int]bool
@@ -108,21 +116,35 @@ func (s *spawnerState) send(r reply) error {
 }
 
 func (s *spawnerState) start(req request, fds []int) {
-	if len(fds) != 3 || len(req.Argv) == 0 {
+	want := 2
+	if req.Stdin {
+		want = 3
+	}
+	if len(fds) != want || len(req.Argv) == 0 {
 		closeAll(fds)
 		_ = s.send(reply{ID: req.ID, Error: fmt.Sprintf("a request with %d files and %d arguments", len(fds), len(req.Argv))})
 		return
 	}
-	files := make([]*os.File, 3)
-	for i, fd := range fds {
-		files[i] = os.NewFile(uintptr(fd), "")
+	files := make([]*os.File, 0, 3)
+	if !req.Stdin {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			closeAll(fds)
+			_ = s.send(reply{ID: req.ID, Error: err.Error(), Op: "open"})
+			return
+		}
+		files = append(files, null)
 	}
-	s.mu.Lock() // no kill-all between the start and the record
+	for _, fd := range fds {
+		files = append(files, os.NewFile(uintptr(fd), ""))
+	}
 	argv := fromBytes(req.Argv)
-	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
+	attr := &os.ProcAttr{
 		Dir: string(req.Dir), Env: fromBytes(req.Env), Files: files,
 		Sys: &syscall.SysProcAttr{Setpgid: true},
-	})
+	}
+	s.mu.Lock() // no kill-all between the start and the record
+	proc, err := s.fork(argv, attr)
 	if err == nil {
 		s.groups[proc.Pid] = true
 	}
@@ -153,6 +175,57 @@ func (s *spawnerState) start(req request, fds []int) {
 		s.mu.Unlock()
 		_ = s.send(reply{Exited: proc.Pid, Status: status})
 	}()
+}
+
+// forker starts every command from one thread that is not the spawner's
+// main one, made before the confinement. Below Landlock ABI 8 each thread
+// confines itself into a domain of its own, and a command is in the
+// domain of the thread that forked it: so no command shares the domain of
+// the spawner's main thread, and none can signal the spawner (stop it,
+// kill it) or reach into it.
+type forker struct {
+	jobs chan forkJob
+}
+
+type forkJob struct {
+	argv []string
+	attr *os.ProcAttr
+	done chan forkResult
+}
+
+type forkResult struct {
+	proc *os.Process
+	err  error
+}
+
+// newForker starts the forking thread; call it before confining.
+func newForker() *forker {
+	f := &forker{jobs: make(chan forkJob)}
+	ready := make(chan struct{})
+	var run func()
+	run = func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the process
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread: keep it, and fork from another.
+			go run()
+			select {}
+		}
+		close(ready)
+		for j := range f.jobs {
+			p, err := os.StartProcess(j.argv[0], j.argv, j.attr)
+			j.done <- forkResult{p, err}
+		}
+	}
+	go run()
+	<-ready
+	return f
+}
+
+func (f *forker) start(argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	done := make(chan forkResult, 1)
+	f.jobs <- forkJob{argv, attr, done}
+	r := <-done
+	return r.proc, r.err
 }
 
 // killAll kills every process group the spawner started that is alive.

@@ -74,7 +74,7 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 	err = localexec.StartHelper(func() (int, error) {
 		var err error
 		proc, err = os.StartProcess(exe, []string{exe, helperArg}, &os.ProcAttr{
-			Env:   []string{policyVar + "=" + string(policy)},
+			Env:   []string{policyVar + "=" + string(policy), nsVar + "=" + mountNamespace()},
 			Files: []*os.File{null, os.Stderr, os.Stderr, theirs},
 			Sys:   namespaceAttr(),
 		})
@@ -140,6 +140,13 @@ func (s *Spawner) read() {
 				delete(s.exits, r.Exited)
 			}
 		} else if ch, ok := s.starts[r.ID]; ok {
+			if r.Pid != 0 && r.Pid <= 1 {
+				// Never a process the spawner started: a spawner that says so
+				// is not to be believed, and its groups are not to be killed.
+				s.mu.Unlock()
+				s.conn.Close()
+				continue
+			}
 			st := started{reply: r}
 			if r.Pid != 0 {
 				// Made here, before its exit can come, and handed over
@@ -169,12 +176,14 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	s.starts[id] = ch
 	s.mu.Unlock()
 
-	fds := make([]int, 3)
-	for i, f := range l.Files {
-		fds[i] = int(f.Fd())
+	var fds []int
+	for _, f := range l.Files {
+		if f != nil {
+			fds = append(fds, int(f.Fd()))
+		}
 	}
 	s.wmu.Lock()
-	err := writeFrame(s.conn, request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir)}, fds...)
+	err := writeFrame(s.conn, request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil}, fds...)
 	s.wmu.Unlock()
 	if err != nil {
 		s.forget(id)

@@ -28,6 +28,10 @@ type request struct {
 	Argv [][]byte `json:"argv"`
 	Env  [][]byte `json:"env"`
 	Dir  []byte   `json:"dir"`
+	// Stdin says the first file is stdin; without it the spawner opens
+	// /dev/null itself, on its own read-only mount (the plugin's /dev/null
+	// is on a writable one: a command could change its metadata).
+	Stdin bool `json:"stdin,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
