@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -72,5 +73,60 @@ func TestRunSandboxModes(t *testing.T) {
 	if r := dsh(t, tag, "run", "--executor", "bash-sandbox", "--settings", bad, "--", "true"); r.code != 125 ||
 		!strings.Contains(r.stderr, bad+":3: sandbox.netwrok: unknown setting") {
 		t.Errorf("a misspelt sandbox key: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// An unprivileged user gets the same sandbox: its spawner makes its
+// read-only mounts in a user namespace of its own, mapping the user to
+// itself.
+func TestRunSandboxedUnprivileged(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Getuid() != 0 || err != nil {
+		t.Skip("needs root, to become nobody with setpriv")
+	}
+	tag := scenario(t)
+	dir := t.TempDir() // dsh-host and a workspace nobody can reach
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "dsh-host")
+	data, err := os.ReadFile(bins.host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ws, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+		bin, "run", "--executor", "bash-sandbox", "--workdir", ws, "--json", "--",
+		"id -u; touch inside; touch "+filepath.Join(dir, "outside"))
+	cmd.Env = append(os.Environ(), tagVar+"="+tag)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, _ := cmd.Output()
+	var res struct {
+		Stdout  pluginapi.CollectedOutput `json:"stdout"`
+		Sandbox *pluginapi.SandboxFacts   `json:"sandbox"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v: %s\n%s", err, out, stderr.String())
+	}
+	if res.Stdout.Text != "65534\n" || res.Sandbox == nil || res.Sandbox.RunnerFailure != "" || !res.Sandbox.LikelyDenial {
+		t.Errorf("as nobody: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "inside")); err != nil {
+		t.Error("the write inside the workspace did not happen")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "outside")); err == nil {
+		t.Error("the write outside the workspace happened")
 	}
 }

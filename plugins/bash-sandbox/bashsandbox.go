@@ -123,5 +123,9 @@ func (e *Executor) Configure(ctx context.Context, raw []byte) error {
 	if err := e.Executor.Configure(ctx, rest); err != nil {
 		return err
 	}
-	return e.sandbox.setPolicy(policy)
+	// The private TMPDIR goes beside the spill files when a host chose
+	// their directory: a host removes it even after this plugin died.
+	var spillDir string
+	_ = json.Unmarshal(all["spillDir"], &spillDir)
+	return e.sandbox.setPolicy(policy, spillDir)
 }

@@ -25,12 +25,15 @@ type sandbox struct {
 	// self is this process's binary, which spawners run, by descriptor.
 	self *os.File
 
-	mu       sync.Mutex
-	policy   SandboxPolicy
-	scratch  string
-	spawners map[string]*confine.Spawner
-	recent   []string // keys, least recently used first
-	closed   bool
+	mu      sync.Mutex
+	policy  SandboxPolicy
+	scratch string
+	// scratchIn is where the scratch directory is made ("": the system's
+	// temporary directory).
+	scratchIn string
+	spawners  map[string]*confine.Spawner
+	recent    []string // keys, least recently used first
+	closed    bool
 }
 
 func newSandbox(self *os.File, policy SandboxPolicy) (*sandbox, error) {
@@ -54,11 +57,15 @@ func (s *sandbox) checkPolicy(p SandboxPolicy) error {
 	return nil
 }
 
-// setPolicy replaces the policy; spawners of the old one are closed.
-func (s *sandbox) setPolicy(p SandboxPolicy) error {
+// setPolicy replaces the policy, and says where to make the scratch
+// directory; spawners of the old policy are closed.
+func (s *sandbox) setPolicy(p SandboxPolicy, scratchIn string) error {
 	s.mu.Lock()
 	old := s.spawners
 	s.policy, s.spawners, s.recent = p, map[string]*confine.Spawner{}, nil
+	if s.scratch == "" {
+		s.scratchIn = scratchIn
+	}
 	s.mu.Unlock()
 	for _, sp := range old {
 		_ = sp.Close()
@@ -89,7 +96,12 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		return localexec.Confinement{}, errors.New("the sandbox is closed")
 	}
 	if s.scratch == "" {
-		dir, err := os.MkdirTemp("", "dsh-sandbox-tmp-")
+		if s.scratchIn != "" {
+			if err := os.MkdirAll(s.scratchIn, 0o700); err != nil {
+				return localexec.Confinement{}, fmt.Errorf("making the sandbox's private temporary directory: %w", err)
+			}
+		}
+		dir, err := os.MkdirTemp(s.scratchIn, "dsh-sandbox-tmp-")
 		if err != nil {
 			return localexec.Confinement{}, fmt.Errorf("making the sandbox's private temporary directory: %w", err)
 		}
