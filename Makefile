@@ -7,7 +7,7 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 TEST_TIMEOUT ?= 10m
 BIN         := bin
-PLUGINS := bash-local bash-sandbox
+PLUGINS := bash-local bash-sandbox pwsh-local
 
 .PHONY: all build test bench run proto check-proto tools clean cross
 
@@ -27,7 +27,7 @@ cross:
 	GOOS=darwin $(GO) build ./...
 	GOOS=windows $(GO) build ./...
 
-test:
+test: cross
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 

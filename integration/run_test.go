@@ -146,6 +146,12 @@ func TestRunRefusesTwoShells(t *testing.T) {
 	if !strings.Contains(r.stderr, "already provided") || !strings.Contains(r.stderr, bins.plugin) || !strings.Contains(r.stderr, bins.host) {
 		t.Errorf("stderr does not give the registry's error naming both providers:\n%s", r.stderr)
 	}
+	// bash and PowerShell: one shell, one settings namespace.
+	r = dsh(t, tag, "run", "--executor", "bash-local", "--executor", "pwsh-local", "--", "true")
+	if r.code == 0 || !strings.Contains(r.stderr, "already provided") ||
+		!strings.Contains(r.stderr, "bash-local") || !strings.Contains(r.stderr, "pwsh-local") {
+		t.Errorf("bash-local with pwsh-local: exit %d\n%s", r.code, r.stderr)
+	}
 }
 
 // dsh-host plugins lists the built-in executors and the plugin directory's,
@@ -157,16 +163,17 @@ func TestPluginsListsExecutors(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
 	out := lines(r.stdout)
-	if len(out) != 4 || !strings.HasPrefix(out[0], "NAME") {
-		t.Fatalf("output %q, want a header and three executors", r.stdout)
+	builtins := []string{"bash-local .* none .*\\(built in\\)", "bash-sandbox .* workspace-write .*\\(built in\\)", "pwsh-local .* none .*\\(built in\\)"}
+	if len(out) != 2+len(builtins) || !strings.HasPrefix(out[0], "NAME") {
+		t.Fatalf("output %q, want a header, %d built-in executors and one plugin", r.stdout, len(builtins))
 	}
-	for i, want := range []string{"bash-local .* none .*\\(built in\\)", "bash-sandbox .* workspace-write .*\\(built in\\)"} {
+	for i, want := range builtins {
 		if !regexp.MustCompile(want).MatchString(out[1+i]) || !strings.Contains(out[1+i], "0.1.0") {
 			t.Errorf("built-in row %q, want %s", out[1+i], want)
 		}
 	}
-	if !strings.Contains(out[3], bins.plugin) || !strings.Contains(out[3], "none") {
-		t.Errorf("plugin directory row %q", out[3])
+	if last := out[len(out)-1]; !strings.Contains(last, bins.plugin) || !strings.Contains(last, "none") {
+		t.Errorf("plugin directory row %q", last)
 	}
 }
 

@@ -3,7 +3,7 @@
 //
 //	dsh-host run [--executor NAME|PATH] [--timeout D] [--workdir DIR] [--json] -- COMMAND
 //
-// The built-in executors (bash-local, bash-sandbox) are served by this same binary,
+// The built-in executors (bash-local, bash-sandbox, pwsh-local) are served by this same binary,
 // re-executed as a plugin process; --executor PATH runs an external plugin
 // binary instead.
 package main
@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
 	bashsandbox "github.com/dsh-host/dsh-host/plugins/bash-sandbox"
+	pwshlocal "github.com/dsh-host/dsh-host/plugins/pwsh-local"
 	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
@@ -25,10 +26,9 @@ var builtins = map[string]func() (pluginapi.ShellExecutor, error){
 	bashsandbox.Name: func() (pluginapi.ShellExecutor, error) {
 		return bashsandbox.New(bashsandbox.SandboxPolicy{})
 	},
+	pwshlocal.Name: func() (pluginapi.ShellExecutor, error) { return pwshlocal.New(), nil },
 }
 
-// defaultExecutor is what runs when --executor is not given.
-const defaultExecutor = bashlocal.Name
 
 const usage = `usage:
   dsh-host run [--executor NAME|PATH] [--sandbox MODE] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND

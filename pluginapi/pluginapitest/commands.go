@@ -3,6 +3,7 @@ package pluginapitest
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Commands are the shell snippets the suite runs, so that executors of
@@ -39,6 +40,10 @@ type Commands struct {
 	Repeat func(s string, n int) string
 	// IgnoreTerm makes the shell ignore SIGTERM, then runs rest.
 	IgnoreTerm func(rest string) string
+	// TextOnly says the shell holds environment values as text, so one
+	// that is not UTF-8 cannot reach its output byte for byte
+	// (PowerShell's strings are UTF-16).
+	TextOnly bool
 }
 
 // POSIX are the commands for bash and other POSIX shells.
@@ -62,4 +67,46 @@ var POSIX = Commands{
 		return "sleep " + s + " & echo $!; setsid sleep " + s + " & echo $!; " +
 			"(setsid sleep " + s + " & echo $!) ; echo done"
 	},
+}
+
+// psQuote quotes s for PowerShell: single quotes, doubled inside.
+func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// PowerShell are the commands for pwsh (PowerShell 7 on Linux, where the
+// suite's signals and sessions exist). They write through [Console] so
+// that PowerShell's formatting adds nothing, and leave processes behind
+// through sh, as a command would through any native program.
+var PowerShell = Commands{
+	Exit: func(code int) string { return "exit " + strconv.Itoa(code) },
+	OutErr: func(out, err string) string {
+		return "[Console]::Out.WriteLine(" + psQuote(out) + "); [Console]::Error.WriteLine(" + psQuote(err) + ")"
+	},
+	PIDThen: func(rest string) string { return "[Console]::Out.WriteLine($PID); " + rest },
+	Sleep: func(secs float64) string {
+		return "Start-Sleep -Milliseconds " + strconv.FormatInt(int64(secs*1000), 10)
+	},
+	KillSelf: "Stop-Process -Id $PID -Force",
+	Touch: func(path string) string {
+		return "New-Item -ItemType File -Force -Path " + psQuote(path) + " | Out-Null"
+	},
+	Cat:      "[Console]::Out.Write([Console]::In.ReadToEnd())",
+	PrintEnv: func(name string) string { return "[Console]::Out.Write($env:" + name + ")" },
+	IgnoreTerm: func(rest string) string {
+		return "$dshTerm = [System.Runtime.InteropServices.PosixSignalRegistration]::Create(" +
+			"[System.Runtime.InteropServices.PosixSignal]::SIGTERM, " +
+			"[Action[System.Runtime.InteropServices.PosixSignalContext]]{ param($c) $c.Cancel = $true }); " + rest
+	},
+	Count: func(n int) string {
+		return "1.." + strconv.Itoa(n) + " | ForEach-Object { [Console]::Out.WriteLine($_) }"
+	},
+	Escape: func(secs int) string {
+		return "sh -c " + psQuote("setsid sleep "+strconv.Itoa(secs)+" & echo $!")
+	},
+	Repeat: func(s string, n int) string {
+		return "[Console]::Out.Write(" + psQuote(s) + " * " + strconv.Itoa(n) + ")"
+	},
+	LeaveBehind: func(secs int) string {
+		return "sh -c " + psQuote(POSIX.LeaveBehind(secs))
+	},
+	TextOnly: true,
 }

@@ -44,7 +44,9 @@ type Executor struct {
 
 	mu      sync.Mutex
 	current Settings
-	closed  bool
+	// shell overrides cfg.Shell once SetShell was called.
+	shell  string
+	closed bool
 	// active counts runs and background processes; Close waits for it.
 	active sync.WaitGroup
 	// stops interrupt what is active when the executor closes.
@@ -148,11 +150,25 @@ func (e *Executor) Close(ctx context.Context) error {
 
 // shellPath finds the shell executable, or says why it cannot.
 func (e *Executor) shellPath() (string, error) {
-	path, err := exec.LookPath(e.cfg.Shell)
+	e.mu.Lock()
+	shell := e.shell
+	e.mu.Unlock()
+	if shell == "" {
+		shell = e.cfg.Shell
+	}
+	path, err := exec.LookPath(shell)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", pluginapi.ErrMissingShell, e.cfg.Shell, err)
+		return "", fmt.Errorf("%w: %s: %v", pluginapi.ErrMissingShell, shell, err)
 	}
 	return path, nil
+}
+
+// SetShell replaces the executable commands run under (an executor whose
+// settings name it); empty restores Config.Shell.
+func (e *Executor) SetShell(shell string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.shell = shell
 }
 
 // checkWorkdir says why dir cannot be a working directory, if it cannot.

@@ -28,3 +28,17 @@ type Started interface {
 type Launcher interface {
 	Start(l Launch) (Started, error)
 }
+
+// forked is a process started as a child of this one.
+type forked struct{ p *os.Process }
+
+func (f forked) Pid() int { return f.p.Pid }
+
+func (f forked) Wait() (syscall.WaitStatus, error) {
+	st, err := f.p.Wait()
+	if err != nil {
+		var ws syscall.WaitStatus
+		return ws, err
+	}
+	return st.Sys().(syscall.WaitStatus), nil
+}

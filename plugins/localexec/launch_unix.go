@@ -33,16 +33,3 @@ func (ForkLauncher) Start(l Launch) (Started, error) {
 	}
 	return forked{p}, nil
 }
-
-type forked struct{ p *os.Process }
-
-func (f forked) Pid() int { return f.p.Pid }
-
-func (f forked) Wait() (syscall.WaitStatus, error) {
-	st, err := f.p.Wait()
-	if err != nil {
-		var ws syscall.WaitStatus
-		return ws, err
-	}
-	return st.Sys().(syscall.WaitStatus), nil
-}

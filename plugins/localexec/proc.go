@@ -1,5 +1,3 @@
-//go:build unix
-
 package localexec
 
 import (
@@ -11,8 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -26,7 +22,7 @@ const drainDelay = 500 * time.Millisecond
 // pipes read by two goroutines, and the first cause that interrupted it.
 type proc struct {
 	child  Started
-	pgid   int
+	group  processGroup
 	tag    string
 	reaper *reaper
 	grace  time.Duration
@@ -98,7 +94,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		return nil, classifyStartErr(spec.Workdir, argv[0], err)
 	}
 	p.child = child
-	p.pgid = child.Pid()
+	p.group = newProcessGroup(child)
 	for i, w := range []io.Writer{stdout, stderr} {
 		p.readers.Add(1)
 		go func(r *os.File, w io.Writer) {
@@ -133,21 +129,21 @@ func (p *proc) closePipes() {
 	}
 }
 
-// interrupt asks the process group to stop: SIGTERM now, SIGKILL after the
-// grace period. The first cause wins; it reports whether this call's cause
-// was acted on (false when the command had already exited or an earlier
-// cause was).
+// interrupt asks the process group to stop, and kills it after the grace
+// period. The first cause wins; it reports whether this call's cause was
+// acted on (false when the command had already exited or an earlier cause
+// was).
 func (p *proc) interrupt(cause error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.exited || p.cause != nil || p.pgid <= 1 {
+	if p.exited || p.cause != nil || p.child == nil {
 		return false
 	}
-	if err := unix.Kill(-p.pgid, unix.SIGTERM); err != nil {
+	if !p.group.terminate() {
 		return false // the group is gone
 	}
 	p.cause = cause
-	p.escalate = time.AfterFunc(p.grace, func() { _ = unix.Kill(-p.pgid, unix.SIGKILL) })
+	p.escalate = time.AfterFunc(p.grace, p.group.kill)
 	return true
 }
 
@@ -170,7 +166,8 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 		p.escalate.Stop()
 	}
 	p.mu.Unlock()
-	p.leftovers = p.reaper.killLeftovers(p.pgid, p.tag)
+	p.leftovers = p.group.killLeftovers(p.reaper, p.tag)
+	defer p.group.release()
 
 	drained := make(chan struct{})
 	go func() { p.readers.Wait(); close(drained) }()
@@ -184,25 +181,4 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	}
 	p.closePipes()
 	return ws, werr
-}
-
-// exitFacts reads the exit code or the signal from how a process ended;
-// nothing is known when it could not be waited for.
-func exitFacts(ws syscall.WaitStatus, err error) (code *int, signal string) {
-	switch {
-	case err != nil:
-		return nil, ""
-	case ws.Signaled():
-		return nil, signalName(ws.Signal())
-	}
-	c := ws.ExitStatus()
-	return &c, ""
-}
-
-// signalName names a signal the way users know it: "SIGKILL".
-func signalName(s syscall.Signal) string {
-	if name := unix.SignalName(s); name != "" {
-		return name
-	}
-	return fmt.Sprintf("SIG%d", int(s))
 }
