@@ -205,6 +205,16 @@ func (h *Host) PluginPID() int {
 	return 0
 }
 
+// KillPlugin kills the plugin process outright (SIGKILL): for a plugin that
+// no longer answers. What it started is left to KillLeftovers.
+func (h *Host) KillPlugin() {
+	if pid := h.PluginPID(); pid > 0 {
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
+	}
+}
+
 // Configure hands the executor its settings section (JSON; nil for none),
 // with the host's spill directory added when the section names none. It
 // replaces what an earlier Configure set.

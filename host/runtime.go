@@ -33,7 +33,19 @@ type RuntimeOptions struct {
 	// JobRetention is how many finished jobs are remembered; zero means
 	// DefaultJobRetention.
 	JobRetention int
+	// HealthInterval is how often the plugin must answer Describe, within
+	// HealthTimeout; zero means DefaultHealthInterval and
+	// DefaultHealthTimeout. A plugin that misses healthMisses answers in
+	// a row (stopped, hung after its handshake) is killed and replaced.
+	HealthInterval, HealthTimeout time.Duration
 }
+
+// The health check's defaults.
+const (
+	DefaultHealthInterval = 2 * time.Second
+	DefaultHealthTimeout  = 5 * time.Second
+	healthMisses          = 2
+)
 
 // Runtime keeps one executor mounted and swaps it on Reload while it keeps
 // serving: new calls go to the new executor at once, foreground runs on the
@@ -290,6 +302,49 @@ func (r *Runtime) watch(g *generation) {
 			}
 		}
 	})
+	r.watchers.Go(func() { r.checkHealth(g) })
+}
+
+// checkHealth asks generation g's plugin to Describe itself every health
+// interval until g is retired. A plugin alive but not answering (stopped,
+// or hung after its handshake) is killed, and watch replaces it as it
+// replaces any plugin that died.
+func (r *Runtime) checkHealth(g *generation) {
+	interval, timeout := r.opts.HealthInterval, r.opts.HealthTimeout
+	if interval <= 0 {
+		interval = DefaultHealthInterval
+	}
+	if timeout <= 0 {
+		timeout = DefaultHealthTimeout
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	misses := 0
+	for {
+		select {
+		case <-g.retired:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		_, err := g.host.Shell().Describe(ctx)
+		cancel()
+		if err == nil {
+			misses = 0
+			continue
+		}
+		if g.host.Exited() {
+			return // watch takes it from here
+		}
+		if misses++; misses < healthMisses {
+			continue
+		}
+		if r.opts.Logger != nil {
+			r.opts.Logger.Error("executor plugin does not answer; killing it to replace it", "generation", g.n, "error", err)
+		}
+		g.host.KillPlugin()
+		return
+	}
 }
 
 // recover replaces generation g, whose plugin died.

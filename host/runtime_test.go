@@ -305,3 +305,53 @@ func TestSIGHUPReloads(t *testing.T) {
 	}
 	waitGeneration(t, r, 2, "SIGHUP")
 }
+
+// A plugin that stops answering (here SIGSTOPped; a plugin hung after its
+// handshake looks the same) is noticed by the health check, killed and
+// replaced: a run in flight on it returns instead of hanging, and the next
+// run works.
+func TestRuntimeReplacesAPluginThatStopsAnswering(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := host.StartRuntime(ctx, host.RuntimeOptions{
+		Options:        host.Options{Executor: host.Executor{Name: "bash-local", Path: pluginBin}},
+		HealthInterval: 100 * time.Millisecond,
+		HealthTimeout:  300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	gen, pid := r.Generation()
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "sleep 30"}, nil)
+		inFlight <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the sleep is running
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	select {
+	case <-inFlight:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run on the stopped plugin hangs")
+	}
+	for {
+		if n, newPID := r.Generation(); n > gen && newPID != 0 {
+			break
+		}
+		if time.Since(began) > 20*time.Second {
+			t.Fatal("the stopped plugin was not replaced")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("the stopped plugin %d is still there", pid)
+	}
+	res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "echo back"}, nil)
+	if err != nil || res.Stdout.Text != "back\n" {
+		t.Errorf("after the replacement: %+v %v", res, err)
+	}
+}
