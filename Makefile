@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 10m
 BIN         := bin
 PLUGINS := bash-local bash-sandbox pwsh-local
 
-.PHONY: all build test bench run proto check-proto tools clean cross
+.PHONY: all build test bench run proto check-proto tools clean cross stress
 
 all: build
 
@@ -33,6 +33,17 @@ test: cross
 
 bench: build
 	$(GO) run ./integration/bench -dsh-host $(BIN)/dsh-host -breakdown
+
+# stress: soak one host (10,000 runs, 500 jobs: nothing may grow, nothing
+# may be left), then run each fuzz target for FUZZTIME.
+FUZZTIME ?= 20s
+stress: build
+	$(GO) run ./integration/stress -dsh-host $(CURDIR)/$(BIN)/dsh-host
+	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./plugins/localexec
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWire$$' -fuzztime $(FUZZTIME) ./pluginapi
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestWireRoundTrip$$' -fuzztime $(FUZZTIME) ./pluginapi
+	$(GO) test -run '^$$' -fuzz '^FuzzParseExitStatus$$' -fuzztime $(FUZZTIME) ./pluginapi
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadSettingsFile$$' -fuzztime $(FUZZTIME) ./host
 
 # run: the demo, through the built-in default executor (bash-local).
 DEMO := echo "hello from bash-local: pid $$$$, in $$PWD"; uname -sr; echo "a line on stderr" >&2; exit 3
