@@ -15,9 +15,9 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
 	bashsandbox "github.com/dsh-host/dsh-host/plugins/bash-sandbox"
-	pwshlocal "github.com/dsh-host/dsh-host/plugins/pwsh-local"
 	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
+	pwshlocal "github.com/dsh-host/dsh-host/plugins/pwsh-local"
 )
 
 // builtins are the executors this binary serves under `plugin serve NAME`.
@@ -28,7 +28,6 @@ var builtins = map[string]func() (pluginapi.ShellExecutor, error){
 	},
 	pwshlocal.Name: func() (pluginapi.ShellExecutor, error) { return pwshlocal.New(), nil },
 }
-
 
 const usage = `usage:
   dsh-host run [--executor NAME|PATH] [--sandbox MODE] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND

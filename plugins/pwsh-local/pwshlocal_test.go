@@ -16,8 +16,8 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
-	pwshlocal "github.com/dsh-host/dsh-host/plugins/pwsh-local"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
+	pwshlocal "github.com/dsh-host/dsh-host/plugins/pwsh-local"
 )
 
 func TestArgv(t *testing.T) {
