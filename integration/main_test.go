@@ -13,6 +13,9 @@ var bins struct {
 	dir    string // symlinks resolved, so /proc/PID/exe can be compared to it
 	host   string // dsh-host
 	plugin string // the standalone bash-local plugin
+	// hung answers the handshake, then no call (testdata/hung-plugin);
+	// outside dir, which is some tests' plugin directory.
+	hung string
 }
 
 func TestMain(m *testing.M) {
@@ -32,9 +35,11 @@ func buildAndRun(m *testing.M) int {
 	}
 	bins.host = filepath.Join(bins.dir, "dsh-host")
 	bins.plugin = filepath.Join(bins.dir, "dsh-executor-bash-local")
+	bins.hung = filepath.Join(bins.dir, "fixtures", "hung-plugin")
 	for out, pkg := range map[string]string{
 		bins.host:   "github.com/dsh-host/dsh-host/cmd/dsh-host",
 		bins.plugin: "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
+		bins.hung:   "github.com/dsh-host/dsh-host/integration/testdata/hung-plugin",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

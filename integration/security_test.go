@@ -102,3 +102,29 @@ func TestPluginSocketNeedsTheHostsCertificate(t *testing.T) {
 		t.Errorf("the host itself: %v", err)
 	}
 }
+
+// A plugin that completes the handshake and then answers nothing does not
+// hang its host: the launch fails within its deadline, saying so, and the
+// plugin is gone (scenario checks).
+func TestLaunchOfAPluginThatHangsAfterTheHandshake(t *testing.T) {
+	t.Setenv(tagVar, scenario(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	began := time.Now()
+	h, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "hung", Path: bins.hung}})
+	if err == nil {
+		h.Close(context.Background())
+		t.Fatal("a plugin that answers nothing was launched")
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("the launch took %v", took)
+	}
+	if !strings.Contains(err.Error(), "hung") {
+		t.Errorf("the error does not name the executor: %v", err)
+	}
+	// And through the CLI, whose launch has its own deadline.
+	r := dsh(t, scenario(t), "run", "--executor", bins.hung, "--", "true")
+	if r.code != 125 || r.elapsed > 60*time.Second {
+		t.Errorf("dsh-host run on a hung plugin: exit %d after %v\n%s", r.code, r.elapsed, r.stderr)
+	}
+}
