@@ -16,6 +16,8 @@ var bins struct {
 	// hung answers the handshake, then no call (testdata/hung-plugin);
 	// outside dir, which is some tests' plugin directory.
 	hung string
+	// deaf can be made to close its sockets (testdata/deaf-plugin).
+	deaf string
 }
 
 func TestMain(m *testing.M) {
@@ -36,10 +38,12 @@ func buildAndRun(m *testing.M) int {
 	bins.host = filepath.Join(bins.dir, "dsh-host")
 	bins.plugin = filepath.Join(bins.dir, "dsh-executor-bash-local")
 	bins.hung = filepath.Join(bins.dir, "fixtures", "hung-plugin")
+	bins.deaf = filepath.Join(bins.dir, "fixtures", "deaf-plugin")
 	for out, pkg := range map[string]string{
 		bins.host:   "github.com/dsh-host/dsh-host/cmd/dsh-host",
 		bins.plugin: "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
 		bins.hung:   "github.com/dsh-host/dsh-host/integration/testdata/hung-plugin",
+		bins.deaf:   "github.com/dsh-host/dsh-host/integration/testdata/deaf-plugin",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
 	shellexecv1 "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
 )
 
@@ -126,5 +129,47 @@ func TestLaunchOfAPluginThatHangsAfterTheHandshake(t *testing.T) {
 	r := dsh(t, scenario(t), "run", "--executor", bins.hung, "--", "true")
 	if r.code != 125 || r.elapsed > 60*time.Second {
 		t.Errorf("dsh-host run on a hung plugin: exit %d after %v\n%s", r.code, r.elapsed, r.stderr)
+	}
+}
+
+// A plugin whose socket becomes unreachable (it lives on, but its
+// connection to the host is gone) is noticed by the health check, killed
+// and replaced; the host keeps serving.
+func TestRuntimeReplacesAPluginItCannotReach(t *testing.T) {
+	t.Setenv(tagVar, scenario(t))
+	mark := filepath.Join(t.TempDir(), "deafen")
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DSH_TEST_DEAFEN", mark)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := host.StartRuntime(ctx, host.RuntimeOptions{
+		Options:        host.Options{Executor: host.Executor{Name: "deaf", Path: bins.deaf}},
+		HealthInterval: 100 * time.Millisecond,
+		HealthTimeout:  300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	gen, pid := r.Generation()
+	for began := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if n, _ := r.Generation(); n > gen {
+			break
+		}
+		if time.Since(began) > 30*time.Second {
+			t.Fatal("the unreachable plugin was not replaced")
+		}
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the plugin never closed its sockets")
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("the unreachable plugin %d lives on", pid)
+	}
+	res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "echo served"}, nil)
+	if err != nil || res.Stdout.Text != "served\n" {
+		t.Errorf("after the replacement: %+v %v", res, err)
 	}
 }
