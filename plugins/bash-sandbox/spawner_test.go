@@ -131,3 +131,48 @@ func zombie(pid int) bool {
 	i := strings.LastIndexByte(string(stat), ')')
 	return i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z")
 }
+
+// A spawner that stops (SIGSTOP; wedged) does not hold its runs past their
+// deadline: the plugin kills the command's group itself and sees it gone,
+// with or without the spawner's report.
+func TestStoppedSpawnerDoesNotHoldARun(t *testing.T) {
+	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true", Workdir: ws}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sp := spawners(t)
+	if len(sp) != 1 {
+		t.Fatalf("%d spawners, want 1", len(sp))
+	}
+	settled := make(chan pluginapi.RunResult, 1)
+	go func() {
+		res, _ := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "sleep 30", Workdir: ws, TimeoutMs: 1000}, nil)
+		settled <- res
+	}()
+	began := time.Now()
+	for childNamed(sp[0], "sleep") == 0 {
+		if time.Since(began) > 10*time.Second {
+			t.Fatal("the sleep never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(sp[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(sp[0], syscall.SIGKILL)
+	select {
+	case res := <-settled:
+		if !res.TimedOut {
+			t.Errorf("the run: %+v, want timed out", res)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a stopped spawner held the run past its deadline")
+	}
+}

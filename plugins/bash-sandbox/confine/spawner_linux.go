@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -147,12 +149,22 @@ func (s *Spawner) read() {
 				s.conn.Close()
 				continue
 			}
-			st := started{reply: r}
+			st := started{reply: r, pidfd: -1}
 			if r.Pid != 0 {
+				if !s.isChild(r.Pid) {
+					s.mu.Unlock()
+					s.conn.Close()
+					continue
+				}
 				// Made here, before its exit can come, and handed over
 				// with the reply: the exit may arrive before Start looks.
 				st.exit = make(chan int, 1)
 				s.exits[r.Pid] = st.exit
+				// The plugin's own view of the process: its end is known
+				// even if the spawner never reports it (a stopped spawner).
+				if fd, err := unix.PidfdOpen(r.Pid, 0); err == nil {
+					st.pidfd = fd
+				}
 			}
 			ch <- st
 			delete(s.starts, r.ID)
@@ -198,9 +210,16 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 			}
 			return nil, fmt.Errorf("sandbox spawner: %s: %s", r.Op, r.Error)
 		}
-		return &spawned{s: s, pid: r.Pid, exit: st.exit}, nil
+		return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd}, nil
 	case <-s.gone:
 		s.forget(id)
+		select { // a reply that came all the same holds a pidfd
+		case st := <-ch:
+			if st.pidfd >= 0 {
+				unix.Close(st.pidfd)
+			}
+		default:
+		}
 		return nil, s.err
 	}
 }
@@ -245,34 +264,84 @@ func (s *Spawner) Idle() bool {
 func (s *Spawner) Gone() <-chan struct{} { return s.gone }
 
 // started is a start reply, with the channel its process's exit will come
-// on.
+// on, and a pidfd of the process (-1 when it was already gone).
 type started struct {
 	reply reply
 	exit  chan int
+	pidfd int
+}
+
+// isChild says whether pid is a process the spawner started: its child, or
+// already gone (then the spawner's report of its exit follows). A pid that
+// is someone else's is a lie.
+func (s *Spawner) isChild(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // gone, and reaped: nothing to kill by mistake
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return len(f) > 1 && f[1] == strconv.Itoa(s.proc.Pid)
 }
 
 // spawned is a process the spawner started.
 type spawned struct {
-	s    *Spawner
-	pid  int
-	exit chan int
+	s     *Spawner
+	pid   int
+	exit  chan int
+	pidfd int
 }
 
 func (p *spawned) Pid() int { return p.pid }
 
+// reportGrace is how long the spawner has to report an exit the plugin saw
+// for itself.
+const reportGrace = time.Second
+
+// Wait waits for the spawner's report of the exit; when the process is
+// seen gone and no report comes (the spawner is stopped or wedged), the
+// exit status is unknown.
 func (p *spawned) Wait() (syscall.WaitStatus, error) {
-	select {
-	case st := <-p.exit:
+	status := func(st int) (syscall.WaitStatus, error) {
 		if st < 0 {
 			return 0, errors.New("the spawner could not wait for the process")
 		}
 		return syscall.WaitStatus(st), nil
+	}
+	ended := make(chan struct{})
+	if p.pidfd >= 0 {
+		defer unix.Close(p.pidfd)
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if n, _ := unix.Poll(fds, 200); n > 0 {
+					close(ended)
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case st := <-p.exit:
+		return status(st)
+	case <-ended:
+		select {
+		case st := <-p.exit:
+			return status(st)
+		case <-time.After(reportGrace):
+			return 0, errors.New("the process ended, but the spawner did not report how")
+		}
 	case <-p.s.gone:
 		select { // an exit that came before the end still counts
 		case st := <-p.exit:
-			if st >= 0 {
-				return syscall.WaitStatus(st), nil
-			}
+			return status(st)
 		default:
 		}
 		return 0, p.s.err
