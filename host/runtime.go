@@ -339,6 +339,11 @@ func (r *Runtime) checkHealth(g *generation) {
 		if misses++; misses < healthMisses {
 			continue
 		}
+		select {
+		case <-g.retired:
+			return // a reload or Close is letting it go: no answer is expected
+		default:
+		}
 		if r.opts.Logger != nil {
 			r.opts.Logger.Error("executor plugin does not answer; killing it to replace it", "generation", g.n, "error", err)
 		}

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,10 +38,15 @@ func FuzzLoadSettingsFile(f *testing.F) {
 		}
 		file, err := host.LoadSettingsFile(path)
 		if err != nil {
+			if !errors.Is(err, host.ErrSettings) {
+				t.Fatalf("a refusal that is not ErrSettings: %v", err)
+			}
 			return
 		}
-		_, _ = file.Section("shell", shellSchema)
-		_, _ = file.Section("approval", host.ApprovalSchema)
-		_, _ = file.Section("sandbox", "")
+		for _, sec := range []struct{ name, schema string }{{"shell", shellSchema}, {"approval", host.ApprovalSchema}, {"sandbox", ""}} {
+			if _, err := file.Section(sec.name, sec.schema); err != nil && !errors.Is(err, host.ErrSettings) {
+				t.Fatalf("section %s: a refusal that is not ErrSettings: %v", sec.name, err)
+			}
+		}
 	})
 }

@@ -47,7 +47,7 @@ func TestHostileRequests(t *testing.T) {
 		{"a command larger than one argument may be", pluginapi.ExecRequest{Command: "echo " + huge[:200_000]}, pluginapi.ErrInvalidRequest, "131071"},
 		{"an environment value larger than one entry may be", pluginapi.ExecRequest{Command: "true", Env: map[string]string{"BIG": huge[:200_000]}}, pluginapi.ErrInvalidRequest, "BIG"},
 		{"many environment entries", pluginapi.ExecRequest{Command: "printf %s \"$E999\"", Env: manyEnv(1000)}, nil, "v999"},
-		{"invalid UTF-8", pluginapi.ExecRequest{Command: "printf '\\377\\376'; echo \xff"}, nil, ""},
+		{"invalid UTF-8", pluginapi.ExecRequest{Command: "printf 'ok\\377\\376'; echo \xff"}, nil, "ok\xff\xfe\xff\n"},
 		{"a NUL in the command", pluginapi.ExecRequest{Command: "echo a\x00b"}, pluginapi.ErrInvalidRequest, "NUL"},
 		{"a NUL in an environment key", pluginapi.ExecRequest{Command: "true", Env: map[string]string{"A\x00B": "v"}}, pluginapi.ErrInvalidRequest, "NUL"},
 		{"a negative timeout", pluginapi.ExecRequest{Command: "true", TimeoutMs: -5}, pluginapi.ErrInvalidRequest, "timeout"},

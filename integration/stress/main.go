@@ -133,6 +133,9 @@ func soak(bin string, runs, jobs, parallel int) error {
 	runtime.GC()
 	time.Sleep(200 * time.Millisecond) // goroutines of the last calls wind down
 	hostAfter, pluginAfter := measure(os.Getpid()), measure(plugin)
+	if _, now := r.Generation(); now != plugin || pluginAfter.rssKiB == 0 {
+		return fmt.Errorf("the plugin (%d) was replaced during the soak (now %d): its figures mean nothing", plugin, now)
+	}
 
 	failed := false
 	check := func(name string, before, after, bound int64, unit string) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
@@ -24,6 +25,9 @@ const maxSpawners = 8
 type sandbox struct {
 	// self is this process's binary, which spawners run, by descriptor.
 	self *os.File
+	// defaultMode is read without mu: Describe, the host's liveness
+	// check, must answer even while a spawner starts under mu.
+	defaultMode atomic.Value // pluginapi.SandboxMode
 
 	mu      sync.Mutex
 	policy  SandboxPolicy
@@ -42,7 +46,16 @@ func newSandbox(self *os.File, policy SandboxPolicy) (*sandbox, error) {
 		return nil, err
 	}
 	s.policy = policy
+	s.defaultMode.Store(modeOf(policy))
 	return s, nil
+}
+
+// modeOf is p's default mode.
+func modeOf(p SandboxPolicy) pluginapi.SandboxMode {
+	if p.DefaultMode == "" {
+		return pluginapi.SandboxWorkspaceWrite
+	}
+	return p.DefaultMode
 }
 
 func (s *sandbox) checkPolicy(p SandboxPolicy) error {
@@ -63,6 +76,7 @@ func (s *sandbox) setPolicy(p SandboxPolicy, scratchIn string) error {
 	s.mu.Lock()
 	old := s.spawners
 	s.policy, s.spawners, s.recent = p, map[string]*confine.Spawner{}, nil
+	s.defaultMode.Store(modeOf(p))
 	if s.scratch == "" {
 		s.scratchIn = scratchIn
 	}
@@ -74,12 +88,7 @@ func (s *sandbox) setPolicy(p SandboxPolicy, scratchIn string) error {
 }
 
 func (s *sandbox) DefaultMode() pluginapi.SandboxMode {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.policy.DefaultMode == "" {
-		return pluginapi.SandboxWorkspaceWrite
-	}
-	return s.policy.DefaultMode
+	return s.defaultMode.Load().(pluginapi.SandboxMode)
 }
 
 func (s *sandbox) Modes() []pluginapi.SandboxMode { return confine.Modes }

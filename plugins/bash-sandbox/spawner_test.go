@@ -175,4 +175,7 @@ func TestStoppedSpawnerDoesNotHoldARun(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("a stopped spawner held the run past its deadline")
 	}
+	if sleep := childNamed(sp[0], "sleep"); sleep != 0 && !zombie(sleep) {
+		t.Errorf("the sleep (%d) outlived its run", sleep)
+	}
 }

@@ -15,13 +15,19 @@ import (
 // starts nothing that soon.
 type processGroup struct {
 	job windows.Handle
+	// assigned says the shell is in the job; when it could not be (no
+	// job, or the assignment failed) the shell alone is terminated.
+	assigned bool
+	pid      int
 }
 
 func newProcessGroup(child Started) processGroup {
+	g := processGroup{pid: child.Pid()}
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
-		return processGroup{}
+		return g
 	}
+	g.job = job
 	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
 		BasicLimitInformation: windows.JOBOBJECT_BASIC_LIMIT_INFORMATION{LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE},
 	}
@@ -29,16 +35,24 @@ func newProcessGroup(child Started) processGroup {
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info)))
 	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(child.Pid()))
 	if err == nil {
-		_ = windows.AssignProcessToJobObject(job, h)
+		g.assigned = windows.AssignProcessToJobObject(job, h) == nil
 		_ = windows.CloseHandle(h)
 	}
-	return processGroup{job: job}
+	return g
 }
 
-// terminate ends the job's processes at once: a console-less process has
-// no SIGTERM to be asked with.
+// terminate ends the job's processes at once (a console-less process has
+// no SIGTERM to be asked with), or the shell alone when it is in no job.
 func (g processGroup) terminate() bool {
-	return g.job != 0 && windows.TerminateJobObject(g.job, 1) == nil
+	if g.assigned {
+		return windows.TerminateJobObject(g.job, 1) == nil
+	}
+	h, err := windows.OpenProcess(windows.PROCESS_TERMINATE, false, uint32(g.pid))
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	return windows.TerminateProcess(h, 1) == nil
 }
 
 func (g processGroup) kill() { g.terminate() }
@@ -52,7 +66,7 @@ type jobAccounting struct {
 // killLeftovers ends what is left in the job once the shell exited, and
 // counts it.
 func (g processGroup) killLeftovers(*reaper, string) int {
-	if g.job == 0 {
+	if !g.assigned {
 		return 0
 	}
 	var info jobAccounting

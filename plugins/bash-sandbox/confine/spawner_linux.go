@@ -151,7 +151,16 @@ func (s *Spawner) read() {
 			}
 			st := started{reply: r, pidfd: -1}
 			if r.Pid != 0 {
+				// The plugin's own view of the process, taken before the
+				// check so that a reused pid cannot slip between them: its
+				// end is known even if the spawner never reports it.
+				if fd, err := unix.PidfdOpen(r.Pid, 0); err == nil {
+					st.pidfd = fd
+				}
 				if !s.isChild(r.Pid) {
+					if st.pidfd >= 0 {
+						unix.Close(st.pidfd)
+					}
 					s.mu.Unlock()
 					s.conn.Close()
 					continue
@@ -160,11 +169,6 @@ func (s *Spawner) read() {
 				// with the reply: the exit may arrive before Start looks.
 				st.exit = make(chan int, 1)
 				s.exits[r.Pid] = st.exit
-				// The plugin's own view of the process: its end is known
-				// even if the spawner never reports it (a stopped spawner).
-				if fd, err := unix.PidfdOpen(r.Pid, 0); err == nil {
-					st.pidfd = fd
-				}
 			}
 			ch <- st
 			delete(s.starts, r.ID)
@@ -294,9 +298,24 @@ type spawned struct {
 
 func (p *spawned) Pid() int { return p.pid }
 
-// reportGrace is how long the spawner has to report an exit the plugin saw
-// for itself.
-const reportGrace = time.Second
+// Once the plugin saw a process end, the spawner's report of it is awaited
+// in steps of reportGrace, for reportPatience at most, and no longer once
+// the spawner is seen stopped.
+const (
+	reportGrace    = time.Second
+	reportPatience = 30 * time.Second
+)
+
+// stopped says whether process pid is stopped (SIGSTOP) or traced.
+func stopped(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // gone: no report will come
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
+}
 
 // Wait waits for the spawner's report of the exit; when the process is
 // seen gone and no report comes (the spawner is stopped or wedged), the
@@ -332,11 +351,21 @@ func (p *spawned) Wait() (syscall.WaitStatus, error) {
 	case st := <-p.exit:
 		return status(st)
 	case <-ended:
-		select {
-		case st := <-p.exit:
-			return status(st)
-		case <-time.After(reportGrace):
-			return 0, errors.New("the process ended, but the spawner did not report how")
+		// The report follows, unless the spawner is stopped; a busy one
+		// gets reportPatience.
+		tick := time.NewTicker(reportGrace)
+		defer tick.Stop()
+		for waited := time.Duration(0); ; waited += reportGrace {
+			select {
+			case st := <-p.exit:
+				return status(st)
+			case <-p.s.gone:
+				return 0, p.s.err
+			case <-tick.C:
+			}
+			if waited >= reportPatience || stopped(p.s.proc.Pid) {
+				return 0, errors.New("the process ended, but the spawner did not report how")
+			}
 		}
 	case <-p.s.gone:
 		select { // an exit that came before the end still counts
