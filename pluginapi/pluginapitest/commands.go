@@ -91,10 +91,13 @@ var PowerShell = Commands{
 	},
 	Cat:      "[Console]::Out.Write([Console]::In.ReadToEnd())",
 	PrintEnv: func(name string) string { return "[Console]::Out.Write($env:" + name + ")" },
+	// The handler is C#: .NET runs it on a thread with no PowerShell
+	// runspace, where a script block cannot run.
 	IgnoreTerm: func(rest string) string {
-		return "$dshTerm = [System.Runtime.InteropServices.PosixSignalRegistration]::Create(" +
-			"[System.Runtime.InteropServices.PosixSignal]::SIGTERM, " +
-			"[Action[System.Runtime.InteropServices.PosixSignalContext]]{ param($c) $c.Cancel = $true }); " + rest
+		return "Add-Type -TypeDefinition 'using System.Runtime.InteropServices; public static class DshIgnoreTerm { " +
+			"public static PosixSignalRegistration R; public static void Start() { " +
+			"R = PosixSignalRegistration.Create(PosixSignal.SIGTERM, c => c.Cancel = true); } }'; " +
+			"[DshIgnoreTerm]::Start(); " + rest
 	},
 	Count: func(n int) string {
 		return "1.." + strconv.Itoa(n) + " | ForEach-Object { [Console]::Out.WriteLine($_) }"
