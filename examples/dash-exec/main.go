@@ -8,21 +8,13 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
 // settingsSchema is the executor's settings section (the shared "shell"
 // namespace): the settings every local executor has.
-var settingsSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "shell (dash)",
-  "type": "object",
-  "additionalProperties": false,
-  "properties": ` + strings.TrimSpace(localexec.SettingsSchemaProperties) + `
-}`
+var settingsSchema = localexec.SettingsSchemaFor("shell (dash)", "")
 
 // newExecutor is the executor: its name, version, shell, how a command
 // becomes arguments, and its settings schema.

@@ -15,13 +15,7 @@ const Version = "0.1.0"
 
 // SettingsSchema is the JSON Schema of bash-local's settings section: the
 // settings every local executor shares (localexec.Settings).
-const SettingsSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "shell (bash-local)",
-  "type": "object",
-  "additionalProperties": false,
-  "properties": ` + localexec.SettingsSchemaProperties + `
-}`
+var SettingsSchema = localexec.SettingsSchemaFor("shell (bash-local)", "")
 
 // New returns the bash-local executor.
 func New() *localexec.Executor {

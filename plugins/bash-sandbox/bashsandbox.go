@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -44,16 +43,7 @@ const PolicySchema = `{
 
 // SettingsSchema is the JSON Schema of bash-sandbox's settings: those of
 // every local executor, and the sandbox policy.
-var SettingsSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "shell (bash-sandbox)",
-  "type": "object",
-  "additionalProperties": false,
-  "properties": ` + strings.TrimSuffix(strings.TrimSpace(localexec.SettingsSchemaProperties), "}") +
-	`,
-    "` + PolicyKey + `": ` + PolicySchema + `
-  }
-}`
+var SettingsSchema = localexec.SettingsSchemaFor("shell (bash-sandbox)", `"`+PolicyKey+`": `+PolicySchema)
 
 // SandboxPolicy is the policy commands run under.
 type SandboxPolicy struct {
@@ -101,22 +91,18 @@ func New(policy SandboxPolicy) (*Executor, error) {
 // Configure takes the settings of every local executor and the sandbox
 // policy (PolicyKey).
 func (e *Executor) Configure(ctx context.Context, raw []byte) error {
-	var all map[string]json.RawMessage
-	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
-		if err := json.Unmarshal(trimmed, &all); err != nil {
-			return fmt.Errorf("%w: %s: %v", pluginapi.ErrInvalidSettings, Name, err)
-		}
+	own, rest, err := localexec.SplitSettings(raw, PolicyKey)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	var policy SandboxPolicy
-	if p, ok := all[PolicyKey]; ok {
+	if p, ok := own[PolicyKey]; ok {
 		dec := json.NewDecoder(bytes.NewReader(p))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&policy); err != nil {
 			return fmt.Errorf("%w: %s: %s: %v", pluginapi.ErrInvalidSettings, Name, PolicyKey, err)
 		}
-		delete(all, PolicyKey)
 	}
-	rest, _ := json.Marshal(all)
 	if err := e.sandbox.checkPolicy(policy); err != nil {
 		return err
 	}
@@ -125,7 +111,5 @@ func (e *Executor) Configure(ctx context.Context, raw []byte) error {
 	}
 	// The private TMPDIR goes beside the spill files when a host chose
 	// their directory: a host removes it even after this plugin died.
-	var spillDir string
-	_ = json.Unmarshal(all["spillDir"], &spillDir)
-	return e.sandbox.setPolicy(policy, spillDir)
+	return e.sandbox.setPolicy(policy, e.Executor.Settings().SpillDir)
 }

@@ -42,3 +42,26 @@ func (f forked) Wait() (syscall.WaitStatus, error) {
 	}
 	return st.Sys().(syscall.WaitStatus), nil
 }
+
+// ForkLauncher starts a process as a child of this one: the launcher of
+// every command that runs unconfined. The command leads a process group of
+// its own (forkAttr says how, per platform).
+type ForkLauncher struct{}
+
+// Start implements Launcher.
+func (ForkLauncher) Start(l Launch) (Started, error) {
+	files := l.Files[:]
+	if files[0] == nil {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		defer null.Close()
+		files = []*os.File{null, l.Files[1], l.Files[2]}
+	}
+	p, err := os.StartProcess(l.Argv[0], l.Argv, &os.ProcAttr{Dir: l.Dir, Env: l.Env, Files: files, Sys: forkAttr()})
+	if err != nil {
+		return nil, err
+	}
+	return forked{p}, nil
+}

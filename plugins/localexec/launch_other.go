@@ -2,21 +2,14 @@
 
 package localexec
 
-import (
-	"fmt"
-	"runtime"
-	"syscall"
-)
+import "syscall"
 
-// ForkLauncher would start a process as a child of this one; here it
-// cannot.
-type ForkLauncher struct{}
+// Where processes are neither POSIX ones nor Windows ones, localexec has no
+// process mechanics: os.StartProcess refuses every command, and nothing
+// runs.
 
-// Start implements Launcher: it fails, as every start does here.
-func (ForkLauncher) Start(Launch) (Started, error) { return nil, errNoProcesses }
-
-// errNoProcesses says why.
-var errNoProcesses = fmt.Errorf("localexec: starting commands is not supported on %s", runtime.GOOS)
+// forkAttr is nothing: no process starts here.
+func forkAttr() *syscall.SysProcAttr { return nil }
 
 // processGroup is never a running group here.
 type processGroup struct{}

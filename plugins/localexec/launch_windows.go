@@ -1,37 +1,13 @@
 package localexec
 
 import (
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/windows"
 )
 
-// ForkLauncher starts a process as a child of this one: the launcher of
-// every command that runs unconfined. On Windows the command gets a
-// process group of its own (for console control events); its tree is held
-// together by a Job Object (newProcessGroup).
-type ForkLauncher struct{}
-
-// Start implements Launcher.
-func (ForkLauncher) Start(l Launch) (Started, error) {
-	files := l.Files[:]
-	if files[0] == nil {
-		null, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, err
-		}
-		defer null.Close()
-		files = []*os.File{null, l.Files[1], l.Files[2]}
-	}
-	p, err := os.StartProcess(l.Argv[0], l.Argv, &os.ProcAttr{
-		Dir:   l.Dir,
-		Env:   l.Env,
-		Files: files,
-		Sys:   &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return forked{p}, nil
+// forkAttr gives a command a process group of its own (for console control
+// events); its tree is held together by a Job Object (newProcessGroup).
+func forkAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
 }

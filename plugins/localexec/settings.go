@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -182,4 +183,46 @@ func (e *Executor) settings() Settings {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.current
+}
+
+// Settings are the settings in force, defaults filled in.
+func (e *Executor) Settings() Settings { return e.settings() }
+
+// SettingsSchemaFor is the JSON Schema of an executor's settings section,
+// titled title: the settings every local executor shares, and extra, the
+// JSON of its own properties (`"name": {...}, ...`; "" for none).
+func SettingsSchemaFor(title, extra string) string {
+	props := strings.TrimSpace(SettingsSchemaProperties)
+	if extra != "" {
+		props = strings.TrimSuffix(props, "}") + ",\n    " + extra + "\n  }"
+	}
+	quoted, _ := json.Marshal(title)
+	return `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": ` + string(quoted) + `,
+  "type": "object",
+  "additionalProperties": false,
+  "properties": ` + props + `
+}`
+}
+
+// SplitSettings takes keys out of a settings section (JSON; empty or null
+// for none): an executor with settings of its own reads them, and hands
+// the rest to Executor.Configure.
+func SplitSettings(raw []byte, keys ...string) (own map[string]json.RawMessage, rest []byte, err error) {
+	all := map[string]json.RawMessage{}
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		if err := json.Unmarshal(trimmed, &all); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
+		}
+	}
+	own = map[string]json.RawMessage{}
+	for _, k := range keys {
+		if v, ok := all[k]; ok {
+			own[k] = v
+			delete(all, k)
+		}
+	}
+	rest, err = json.Marshal(all)
+	return own, rest, err
 }

@@ -7,7 +7,6 @@
 package pwshlocal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,17 +30,9 @@ const ExecutableKey = "executable"
 
 // SettingsSchema is the JSON Schema of pwsh-local's settings section: the
 // settings every local executor shares, and the executable.
-var SettingsSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "shell (pwsh-local)",
-  "type": "object",
-  "additionalProperties": false,
-  "properties": ` + strings.TrimSuffix(strings.TrimSpace(localexec.SettingsSchemaProperties), "}") +
-	`,
-    "` + ExecutableKey + `": {"type": "string", "minLength": 1, "default": "` + DefaultExecutable + `",
-      "description": "the PowerShell to run: a name looked up on PATH, or a path"}
-  }
-}`
+var SettingsSchema = localexec.SettingsSchemaFor("shell (pwsh-local)",
+	`"`+ExecutableKey+`": {"type": "string", "minLength": 1, "default": "`+DefaultExecutable+`",
+      "description": "the PowerShell to run: a name looked up on PATH, or a path"}`)
 
 // Argv is what follows the executable for command.
 func Argv(command string) []string {
@@ -67,20 +58,16 @@ func New() *Executor {
 // Configure takes the settings every local executor shares, and the
 // executable.
 func (e *Executor) Configure(ctx context.Context, raw []byte) error {
-	all := map[string]json.RawMessage{}
-	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
-		if err := json.Unmarshal(trimmed, &all); err != nil {
-			return fmt.Errorf("%w: %s: %v", pluginapi.ErrInvalidSettings, Name, err)
-		}
+	own, rest, err := localexec.SplitSettings(raw, ExecutableKey)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	var executable string
-	if v, ok := all[ExecutableKey]; ok {
+	if v, ok := own[ExecutableKey]; ok {
 		if err := json.Unmarshal(v, &executable); err != nil || strings.TrimSpace(executable) == "" {
 			return fmt.Errorf("%w: %s: %s must be a non-empty string", pluginapi.ErrInvalidSettings, Name, ExecutableKey)
 		}
-		delete(all, ExecutableKey)
 	}
-	rest, _ := json.Marshal(all)
 	if err := e.Executor.Configure(ctx, rest); err != nil {
 		return err
 	}
