@@ -123,6 +123,16 @@ type SandboxFacts struct {
 	// RunnerFailure says why the command did not run confined (and so did
 	// not run at all).
 	RunnerFailure string `json:"runnerFailure,omitempty"`
+	// WritableRoots are the directories the command could write beneath,
+	// symlinks resolved, as the sandbox enforced them.
+	WritableRoots []string `json:"writableRoots,omitempty"`
+	// Limits are the resource limits in force ("processes 2048 (pids
+	// cgroup)").
+	Limits []string `json:"limits,omitempty"`
+	// Interrupted says why the run ended without its exit being known: the
+	// sandbox lost it (its spawner died or stopped answering). Whatever
+	// the command was doing, it is over.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // RunResult is the settled outcome of a foreground command.

@@ -41,7 +41,7 @@ var backgroundCases = []suiteCase{
 		if took := time.Since(began); took > 5*time.Second {
 			e.t.Errorf("Start took %s; it must return at once", took)
 		}
-		pgid := firstLineInt(e.t, readUntil(e, p, "\n"))
+		pgid := firstLineProc(e.t, readUntil(e, p, "\n"))
 		killed, err := p.Kill(e.ctx)
 		if err != nil || !killed {
 			e.t.Fatalf("Kill: %v %v, want true", killed, err)
@@ -174,7 +174,7 @@ var backgroundCases = []suiteCase{
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		pgid := firstLineInt(e.t, readUntil(e, p, "\n"))
+		pgid := firstLineProc(e.t, readUntil(e, p, "\n"))
 		cancel()
 		exit, err := p.Wait(e.ctx)
 		if err != nil {
@@ -190,7 +190,7 @@ var backgroundCases = []suiteCase{
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		pgid := firstLineInt(e.t, readUntil(e, p, "\n"))
+		pgid := firstLineProc(e.t, readUntil(e, p, "\n"))
 		if err := e.x.Close(e.ctx); err != nil {
 			e.t.Fatal(err)
 		}

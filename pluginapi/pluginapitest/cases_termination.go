@@ -7,10 +7,11 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
-// leftPIDs parses the PIDs LeaveBehind printed, before its "done" line.
-func leftPIDs(e *env, out string) []int {
+// leftPIDs parses the PIDs LeaveBehind printed, before its "done" line,
+// and the PID namespace that may follow "done".
+func leftPIDs(e *env, out string) []procRef {
 	e.t.Helper()
-	body, _, ok := strings.Cut(out, "done")
+	body, rest, ok := strings.Cut(out, "done")
 	if !ok {
 		e.t.Fatalf("LeaveBehind did not finish: %q", out)
 	}
@@ -18,7 +19,12 @@ func leftPIDs(e *env, out string) []int {
 	if len(pids) != 3 {
 		e.t.Fatalf("LeaveBehind printed %d PIDs, want 3: %q", len(pids), out)
 	}
-	return pids
+	ns, _, _ := strings.Cut(strings.TrimSpace(rest), "\n")
+	refs := make([]procRef, len(pids))
+	for i, pid := range pids {
+		refs[i] = procRef{pid: pid, ns: strings.TrimSpace(ns)}
+	}
+	return refs
 }
 
 var terminationCases = []suiteCase{
@@ -39,7 +45,7 @@ var terminationCases = []suiteCase{
 	}},
 	{"termination/a lone escaped descendant is found too", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Escape(1000)})
-		requirePIDsGone(e.t, firstLineInt(e.t, res.Stdout.Text))
+		requirePIDsGone(e.t, firstLineProc(e.t, res.Stdout.Text))
 		if res.LeftoversKilled != 1 {
 			e.t.Errorf("LeftoversKilled %d, want 1", res.LeftoversKilled)
 		}

@@ -13,7 +13,10 @@ type Commands struct {
 	Exit func(code int) string
 	// OutErr prints out on stdout and err on stderr, each with a newline.
 	OutErr func(out, err string) string
-	// PIDThen prints the shell's process id on the first line, then runs rest.
+	// PIDThen prints the shell's process id on the first line, then runs
+	// rest. The PID may be followed by a space and the PID namespace it is
+	// numbered in (as readlink /proc/self/ns/pid gives it): a sandbox's
+	// commands run in namespaces of their own.
 	PIDThen func(rest string) string
 	// Sleep sleeps for secs seconds.
 	Sleep func(secs float64) string
@@ -29,10 +32,12 @@ type Commands struct {
 	// LeaveBehind starts a sleep of secs seconds in the background three
 	// ways, printing each one's PID on a line of its own, and exits: in the
 	// command's process group, in a session of its own (setsid), and through
-	// a double fork into a session of its own.
+	// a double fork into a session of its own; then "done", with the PID
+	// namespace as PIDThen says.
 	LeaveBehind func(secs int) string
 	// Escape starts a sleep of secs seconds in a session of its own, prints
-	// its PID, and exits: nothing of the command stays in its process group.
+	// its PID (and namespace, as PIDThen says), and exits: nothing of the
+	// command stays in its process group.
 	Escape func(secs int) string
 	// Count prints the integers 1 to n, one per line.
 	Count func(n int) string
@@ -50,7 +55,7 @@ type Commands struct {
 var POSIX = Commands{
 	Exit:       func(code int) string { return "exit " + strconv.Itoa(code) },
 	OutErr:     func(out, err string) string { return fmt.Sprintf("echo %s; echo %s >&2", out, err) },
-	PIDThen:    func(rest string) string { return "echo $$; " + rest },
+	PIDThen:    func(rest string) string { return "echo $$ " + posixPIDNS + "; " + rest },
 	Sleep:      func(secs float64) string { return "sleep " + strconv.FormatFloat(secs, 'f', -1, 64) },
 	KillSelf:   "kill -9 $$",
 	Touch:      func(path string) string { return "touch " + strconv.Quote(path) },
@@ -58,16 +63,19 @@ var POSIX = Commands{
 	PrintEnv:   func(name string) string { return `printf %s "$` + name + `"` },
 	IgnoreTerm: func(rest string) string { return "trap '' TERM; " + rest },
 	Count:      func(n int) string { return "seq 1 " + strconv.Itoa(n) },
-	Escape:     func(secs int) string { return "setsid sleep " + strconv.Itoa(secs) + " & echo $!" },
+	Escape:     func(secs int) string { return "setsid sleep " + strconv.Itoa(secs) + " & echo $! " + posixPIDNS },
 	Repeat: func(s string, n int) string {
 		return "for i in $(seq " + strconv.Itoa(n) + "); do printf %s " + strconv.Quote(s) + "; done"
 	},
 	LeaveBehind: func(secs int) string {
 		s := strconv.Itoa(secs)
 		return "sleep " + s + " & echo $!; setsid sleep " + s + " & echo $!; " +
-			"(setsid sleep " + s + " & echo $!) ; echo done"
+			"(setsid sleep " + s + " & echo $!) ; echo done " + posixPIDNS
 	},
 }
+
+// posixPIDNS prints the shell's PID namespace, or nothing.
+const posixPIDNS = "$(readlink /proc/$$/ns/pid 2>/dev/null)"
 
 // psQuote quotes s for PowerShell: single quotes, doubled inside.
 func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -1,6 +1,7 @@
 package pluginapitest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,70 @@ import (
 
 // goneWithin is how long a killed process group may take to disappear.
 const goneWithin = 5 * time.Second
+
+// procRef is a process as a command printed it: its number, and the PID
+// namespace that numbers it ("": this test's own).
+type procRef struct {
+	pid int
+	ns  string
+}
+
+func (r procRef) String() string {
+	if r.ns == "" {
+		return strconv.Itoa(r.pid)
+	}
+	return fmt.Sprintf("%d in %s", r.pid, r.ns)
+}
+
+// ownPIDNS is this process's PID namespace.
+func ownPIDNS() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+}
+
+// nsField reads the last number of a /proc/PID/status line (NSpid,
+// NSpgid): the process's, as its innermost PID namespace numbers it.
+func nsField(pid, field string) int {
+	data, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
+}
+
+// liveIn lists the live processes of PID namespace ns (another than this
+// test's) whose field (NSpid, NSpgid) is n there: none once the
+// namespace is gone.
+func liveIn(ns, field string, n int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if got, _ := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); got != ns {
+			continue
+		}
+		if nsField(e.Name(), field) == n && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
 
 // groupMembers lists the live processes whose process group is pgid, read
 // from /proc. Zombies count as gone. It returns nil where /proc is missing.
@@ -45,16 +110,22 @@ func groupMembers(pgid int) []int {
 	return pids
 }
 
-// requireGroupGone fails the test unless no process of group pgid is alive
+// requireGroupGone fails the test unless no process of group g is alive
 // within goneWithin. It checks nothing where /proc is missing.
-func requireGroupGone(t testing.TB, pgid int) {
+func requireGroupGone(t testing.TB, g procRef) {
 	t.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		return
 	}
+	pgid := g.pid
 	deadline := time.Now().Add(goneWithin)
 	for {
-		left := groupMembers(pgid)
+		var left []int
+		if g.ns == "" || g.ns == ownPIDNS() {
+			left = groupMembers(pgid)
+		} else {
+			left = liveIn(g.ns, "NSpgid", pgid)
+		}
 		if len(left) == 0 {
 			return
 		}
@@ -65,30 +136,44 @@ func requireGroupGone(t testing.TB, pgid int) {
 	}
 }
 
-// firstLineInt parses the first line of s as an integer (a PID the command
-// echoed).
-func firstLineInt(t testing.TB, s string) int {
+// firstLineProc parses the first line of s as a PID the command echoed,
+// and the PID namespace that may follow it.
+func firstLineProc(t testing.TB, s string) procRef {
 	t.Helper()
 	line, _, _ := strings.Cut(s, "\n")
-	n, err := strconv.Atoi(strings.TrimSpace(line))
+	f := strings.Fields(line)
+	if len(f) == 0 || len(f) > 2 {
+		t.Fatalf("expected a PID on the first line of %q", s)
+	}
+	n, err := strconv.Atoi(f[0])
 	if err != nil {
 		t.Fatalf("expected a PID on the first line of %q: %v", s, err)
 	}
-	return n
+	r := procRef{pid: n}
+	if len(f) == 2 {
+		r.ns = f[1]
+	}
+	return r
 }
 
-// requirePIDsGone fails the test unless every pid is gone (or a zombie)
-// within goneWithin. It checks nothing where /proc is missing.
-func requirePIDsGone(t testing.TB, pids ...int) {
+// requirePIDsGone fails the test unless every process is gone (or a
+// zombie) within goneWithin. It checks nothing where /proc is missing.
+func requirePIDsGone(t testing.TB, procs ...procRef) {
 	t.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		return
 	}
+	live := func(r procRef) bool {
+		if r.ns == "" || r.ns == ownPIDNS() {
+			return alive(r.pid)
+		}
+		return len(liveIn(r.ns, "NSpid", r.pid)) > 0
+	}
 	deadline := time.Now().Add(goneWithin)
-	for _, pid := range pids {
-		for alive(pid) {
+	for _, r := range procs {
+		for live(r) {
 			if time.Now().After(deadline) {
-				t.Fatalf("process %d (of %v) is still alive after %s", pid, pids, goneWithin)
+				t.Fatalf("process %s (of %v) is still alive after %s", r, procs, goneWithin)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

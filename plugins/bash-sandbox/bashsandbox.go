@@ -13,8 +13,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
@@ -37,7 +40,14 @@ const PolicySchema = `{
         "description": "the mode of a command that asks for none"},
       "writableRoots": {"type": "array", "items": {"type": "string"},
         "description": "absolute directories writable in workspace-write, besides the workdir and a private temporary directory"},
-      "network": {"type": "boolean", "default": false, "description": "allow network sockets (TCP, UDP)"}
+      "network": {"type": "boolean", "default": false, "description": "allow network sockets (TCP, UDP)"},
+      "limits": {"type": "object", "additionalProperties": false,
+        "description": "what one confined run may take; hitting a limit fails what the command tried (fork, a write, an allocation), and the result's sandbox facts list the limits in force",
+        "properties": {
+          "processes": {"type": "integer", "minimum": 0, "default": 2048, "description": "processes and threads of one run (0: no bound)"},
+          "tmpMiB": {"type": "integer", "minimum": 0, "default": 1024, "description": "size of the private TMPDIR, a tmpfs (0: half the memory, the tmpfs default)"},
+          "memoryMiB": {"type": "integer", "minimum": 0, "description": "memory of one run, where a memory controller is available (default: half the machine's memory; 0: no bound)"}
+        }}
     }
   }`
 
@@ -50,6 +60,51 @@ type SandboxPolicy struct {
 	DefaultMode   pluginapi.SandboxMode `json:"defaultMode,omitempty"`
 	WritableRoots []string              `json:"writableRoots,omitempty"`
 	Network       bool                  `json:"network,omitempty"`
+	// Limits bound one run; a nil field takes its default.
+	Limits SandboxLimits `json:"limits,omitempty"`
+}
+
+// SandboxLimits bound what one confined run may take (nil: the default).
+type SandboxLimits struct {
+	Processes *int   `json:"processes,omitempty"`
+	TmpMiB    *int64 `json:"tmpMiB,omitempty"`
+	MemoryMiB *int64 `json:"memoryMiB,omitempty"`
+}
+
+// The default limits of a run.
+const (
+	DefaultProcesses = 2048
+	DefaultTmpMiB    = 1024
+)
+
+// limits resolves l's defaults: the memory default is half the machine's.
+func (l SandboxLimits) limits() confine.Limits {
+	out := confine.Limits{Processes: DefaultProcesses, TmpBytes: DefaultTmpMiB << 20, MemoryBytes: halfTheMemory()}
+	if l.Processes != nil {
+		out.Processes = *l.Processes
+	}
+	if l.TmpMiB != nil {
+		out.TmpBytes = *l.TmpMiB << 20
+	}
+	if l.MemoryMiB != nil {
+		out.MemoryBytes = *l.MemoryMiB << 20
+	}
+	return out
+}
+
+// halfTheMemory is half the machine's memory, or 0 where unknown.
+func halfTheMemory() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10 / 2
+		}
+	}
+	return 0
 }
 
 // Executor is bash-sandbox: a localexec.Executor whose commands run

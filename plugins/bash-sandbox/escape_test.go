@@ -206,7 +206,10 @@ func TestWorkspaceWriteCannotTouchProcessesOutside(t *testing.T) {
 	}
 	t.Cleanup(func() { outside.Process.Kill(); outside.Wait() })
 	pid := outside.Process.Pid
-	b.denied(ww, fmt.Sprintf("kill -TERM %d", pid))
+	// Out of the run's PID namespace, the process does not exist.
+	if res := b.run(ww, fmt.Sprintf("kill -TERM %d", pid)); res.ExitCode == nil || *res.ExitCode == 0 || !strings.Contains(res.Stderr.Text, "No such process") {
+		t.Errorf("kill -TERM of a process outside: %+v", res)
+	}
 	b.denied(ww, fmt.Sprintf(`python3 -c '
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)

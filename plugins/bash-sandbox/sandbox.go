@@ -37,6 +37,8 @@ type sandbox struct {
 	scratchIn string
 	spawners  map[string]*confine.Spawner
 	recent    []string // keys, least recently used first
+	// granted are the roots made writable so far, symlinks resolved.
+	granted []string
 	closed    bool
 }
 
@@ -117,9 +119,15 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		s.scratch = dir
 	}
 	// The roots as they are now, symlinks resolved: a root that is a
-	// link would otherwise make writable wherever it points.
+	// link would otherwise make writable wherever it points. A link that a
+	// confined command could have planted (beneath a root granted before,
+	// or the scratch directory) is refused outright: it would make
+	// writable wherever the command chose.
 	var roots []string
 	for _, r := range append([]string{spec.Workdir}, s.policy.WritableRoots...) {
+		if link := linkBeneath(r, append(slices.Clone(s.granted), s.scratch)); link != "" {
+			return localexec.Confinement{}, fmt.Errorf("writable root %s passes through the symlink %s, which lies where sandboxed commands can write: name the directory it points to instead", r, link)
+		}
 		real, err := filepath.EvalSymlinks(r)
 		if err != nil {
 			return localexec.Confinement{}, fmt.Errorf("writable root %s: %w", r, err)
@@ -134,6 +142,7 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		WritableRoots: roots,
 		Scratch:       s.scratch,
 		Network:       s.policy.Network,
+		Limits:        s.policy.Limits.limits(),
 	}
 	key := p.Key()
 	sp := s.spawners[key]
@@ -154,7 +163,60 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		s.spawners[key] = sp
 	}
 	s.touch(key)
-	return localexec.Confinement{Launcher: sp, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": s.scratch}}, nil
+	writable := []string{s.scratch}
+	if p.Mode == pluginapi.SandboxWorkspaceWrite {
+		writable = append(slices.Clone(roots), s.scratch)
+		s.grant(roots)
+	}
+	return localexec.Confinement{Launcher: sp, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": s.scratch},
+		WritableRoots: writable, Limits: sp.Limits}, nil
+}
+
+// maxGranted bounds the roots remembered as granted.
+const maxGranted = 256
+
+// grant remembers roots as made writable to confined commands: a symlink
+// beneath one is theirs to have planted. s.mu is held.
+func (s *sandbox) grant(roots []string) {
+	for _, r := range roots {
+		if !slices.Contains(s.granted, r) {
+			s.granted = append(s.granted, r)
+		}
+	}
+	if extra := len(s.granted) - maxGranted; extra > 0 {
+		s.granted = slices.Delete(s.granted, 0, extra)
+	}
+}
+
+// linkBeneath returns the first symlink on path's way whose own directory
+// (symlinks resolved) lies beneath one of dirs, or "".
+func linkBeneath(path string, dirs []string) string {
+	cur := "/"
+	for _, part := range strings.Split(filepath.Clean(path), string(filepath.Separator)) {
+		if part == "" {
+			continue
+		}
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "" // resolving it fails, later
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		for _, d := range dirs {
+			if d != "" && (cur == d || strings.HasPrefix(cur, d+string(filepath.Separator))) {
+				return next
+			}
+		}
+		real, err := filepath.EvalSymlinks(next)
+		if err != nil {
+			return ""
+		}
+		cur = real
+	}
+	return ""
 }
 
 // touch marks key most recently used and, past the bound, closes the

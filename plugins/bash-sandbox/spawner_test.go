@@ -109,16 +109,20 @@ func TestSpawnerDeath(t *testing.T) {
 	}
 }
 
-// childNamed is a child of pid whose command is name, or 0.
+// childNamed is a descendant of pid whose command is name, or 0: a
+// spawner's commands are its runs' inits' children.
 func childNamed(pid int, name string) int {
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, task := range tasks {
 		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
 		for _, f := range strings.Fields(string(data)) {
+			child, _ := strconv.Atoi(f)
 			comm, _ := os.ReadFile("/proc/" + f + "/comm")
 			if strings.TrimSpace(string(comm)) == name {
-				child, _ := strconv.Atoi(f)
 				return child
+			}
+			if found := childNamed(child, name); found != 0 {
+				return found
 			}
 		}
 	}

@@ -100,6 +100,9 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 		if cause := bp.p.interruptCause(); cause != nil {
 			exit.Killed = true
 			exit.KillReason = cause.Error()
+		} else if werr != nil {
+			exit.Killed = true // lost: its sandbox's spawner died, say
+			exit.KillReason = werr.Error()
 		}
 		bp.exit = exit
 		close(bp.done)

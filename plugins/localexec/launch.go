@@ -29,6 +29,16 @@ type Launcher interface {
 	Start(l Launch) (Started, error)
 }
 
+// ElsewhereLauncher is a Launcher whose processes are not children of this
+// process (a sandbox's spawner starts them): the reaper neither waits for
+// nor adopts them, and their start holds none of its locks. A Started of
+// such a launcher may count what it killed once the shell ended, with a
+// method Leftovers() int.
+type ElsewhereLauncher interface {
+	Launcher
+	StartsElsewhere()
+}
+
 // forked is a process started as a child of this one.
 type forked struct{ p *os.Process }
 

@@ -77,12 +77,20 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 	} // else the launcher opens /dev/null
 
 	p.began = time.Now()
-	r.t.mu.Lock()
-	child, err := launcher.Start(l)
-	if err == nil {
-		r.startedLocked(child.Pid())
+	var child Started
+	var err error
+	if _, elsewhere := launcher.(ElsewhereLauncher); elsewhere {
+		// Not this process's child: nothing for the reaper to mistake for
+		// an orphan, and no lock held while another process answers.
+		child, err = launcher.Start(l)
+	} else {
+		r.t.mu.Lock()
+		child, err = launcher.Start(l)
+		if err == nil {
+			r.startedLocked(child.Pid())
+		}
+		r.t.mu.Unlock()
 	}
-	r.t.mu.Unlock()
 	if err != nil {
 		p.closePipes()
 		if p.stdinW != nil {
@@ -167,6 +175,9 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	}
 	p.mu.Unlock()
 	p.leftovers = p.group.killLeftovers(p.reaper, p.tag)
+	if c, ok := p.child.(interface{ Leftovers() int }); ok {
+		p.leftovers += c.Leftovers()
+	}
 	defer p.group.release()
 
 	drained := make(chan struct{})

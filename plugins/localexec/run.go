@@ -54,6 +54,10 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	p, err := spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv),
 		teeWriter{stdout, pluginapi.Stdout, sink}, teeWriter{stderr, pluginapi.Stderr, sink})
 	if err != nil {
+		if facts != nil && !errors.Is(err, pluginapi.ErrUnusableWorkdir) && !errors.Is(err, pluginapi.ErrMissingShell) {
+			facts.RunnerFailure = err.Error() // the sandbox could not start it
+			return runnerFailure(spec, facts, onOutput), nil
+		}
 		return pluginapi.RunResult{}, err
 	}
 
@@ -79,6 +83,11 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	res.LeftoversKilled = p.leftovers
 	if facts != nil {
 		res.Sandbox = facts
+		if werr != nil {
+			// The sandbox lost the command (its spawner died or stopped
+			// answering): whatever it was doing, it is over.
+			facts.Interrupted = werr.Error()
+		}
 		if evidence := e.cfg.Sandbox.Assess(res); len(evidence) > 0 {
 			facts.LikelyDenial, facts.Evidence = true, evidence
 		}

@@ -32,6 +32,10 @@ type Confinement struct {
 	Launcher Launcher
 	Enforced []string
 	Env      map[string]string
+	// WritableRoots and Limits are what the command may write beneath
+	// (symlinks resolved) and the resource limits in force, for its facts.
+	WritableRoots []string
+	Limits        []string
 }
 
 // ErrRunnerFailure wraps a sandbox's failure to confine a command.
@@ -49,6 +53,6 @@ func (e *Executor) confine(spec pluginapi.ExecSpec) (Confinement, *pluginapi.San
 		facts.RunnerFailure = err.Error()
 		return Confinement{}, facts, err
 	}
-	facts.Enforced = c.Enforced
+	facts.Enforced, facts.WritableRoots, facts.Limits = c.Enforced, c.WritableRoots, c.Limits
 	return c, facts, nil
 }

@@ -4,12 +4,12 @@ package confine
 
 import (
 	"fmt"
+	"os"
 	"runtime"
-	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -19,14 +19,21 @@ import (
 // renaming and linking across directories, 3 truncation.
 const minFSABI = 3
 
+// namespaces are what every confined run gets of its own, by its init
+// (runinit_linux.c).
+var namespaces = []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev"}
+
 // Probe says what this kernel can enforce of p, without enforcing it:
-// the confinements Apply would put in force, or why it cannot.
+// the confinements every command of p would be under, or why it cannot.
 func Probe(p Policy) ([]string, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	if p.Mode == pluginapi.SandboxDangerFullAccess {
 		return nil, nil
+	}
+	if !haveRunInit {
+		return nil, fmt.Errorf("%w %s: this build has no per-run init (it was built without cgo)", ErrUnenforceable, p.Mode)
 	}
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil {
@@ -38,7 +45,10 @@ func Probe(p Policy) ([]string, error) {
 	if !seccomp.Supported() {
 		return nil, fmt.Errorf("%w %s: this kernel has no seccomp filters", ErrUnenforceable, p.Mode)
 	}
-	enforced := []string{"no_new_privs", fmt.Sprintf("landlock-fs (ABI %d)", abi)}
+	if _, ok := auditArch[runtime.GOARCH]; !ok {
+		return nil, fmt.Errorf("%w %s: no seccomp architecture known for %s", ErrUnenforceable, p.Mode, runtime.GOARCH)
+	}
+	enforced := append([]string{"no_new_privs", "no-capabilities", fmt.Sprintf("landlock-fs (ABI %d)", abi)}, namespaces...)
 	if !p.Network && abi >= 4 {
 		enforced = append(enforced, "landlock-tcp")
 	}
@@ -46,112 +56,190 @@ func Probe(p Policy) ([]string, error) {
 		enforced = append(enforced, "landlock-scope-signal", "landlock-scope-abstract-unix")
 	}
 	if !p.Network {
-		enforced = append(enforced, "seccomp-af-unix-only", "seccomp-no-connect")
+		enforced = append(enforced, "seccomp-no-sockets", "seccomp-no-connect")
 	}
-	return append(enforced, "seccomp-no-io-uring", "seccomp-no-ptrace", "seccomp-no-mount-changes", "seccomp-no-bpf-perf-keyrings-modules"), nil
+	return append(enforced, "seccomp-no-unix-sockets-but-stream-pairs", "seccomp-no-io-uring", "seccomp-no-ptrace",
+		"seccomp-no-mount-changes", "seccomp-no-namespaces", "seccomp-no-bpf-perf-keyrings-modules"), nil
 }
 
-// Apply confines this process, and every process it starts from now on,
-// to p: no_new_privs, Landlock (reads and execution everywhere, writes
-// only beneath p's writable paths, no TCP unless p.Network, no signals or
-// abstract sockets out of the sandbox), then seccomp (no sockets but
-// AF_UNIX unless p.Network, no io_uring, no ptrace). It returns what is
-// in force. It cannot be undone: call it only in a process made for it.
-func Apply(p Policy) ([]string, error) {
+// confinement is what a spawner prepares once for every command it starts,
+// and each command's process puts in force between its clone and its exec
+// (runinit_linux.c): a Landlock ruleset, and seccomp programs.
+type confinement struct {
+	landlock int // the ruleset's descriptor
+	filters  [][]unix.SockFilter
+	enforced []string
+}
+
+// prepare builds p's confinement, enforcing nothing: reads and execution
+// everywhere, writes only beneath p's writable paths (as they are in the
+// calling process's mount namespace), no TCP unless p.Network, no signals
+// or abstract sockets out of the command's domain; seccomp as
+// loadSeccomp's doc says.
+func prepare(p Policy) (*confinement, error) {
 	enforced, err := Probe(p)
-	if err != nil || p.Mode == pluginapi.SandboxDangerFullAccess {
-		return enforced, err
+	if err != nil {
+		return nil, err
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return nil, fmt.Errorf("%w %s: no_new_privs: %v", ErrUnenforceable, p.Mode, err)
-	}
-	cfg := landlock.V7.BestEffort() // what this kernel has, no less than Probe checked
-	if p.Network {
-		cfg.HandledAccessNet = 0
-	}
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		landlock.RWFiles(deviceFiles...).IgnoreIfMissing(),
-	}
-	if w := p.writable(); len(w) > 0 {
-		rules = append(rules, landlock.RWDirs(w...).WithRefer())
-	}
-	if err := cfg.Restrict(rules...); err != nil {
+	abi, _ := llsys.LandlockGetABIVersion()
+	ruleset, err := landlockRuleset(p, abi)
+	if err != nil {
 		return nil, fmt.Errorf("%w %s: Landlock: %v", ErrUnenforceable, p.Mode, err)
 	}
-	if err := loadSeccomp(p); err != nil {
+	main, err := seccompProgram(p)
+	if err != nil {
+		unix.Close(ruleset)
 		return nil, fmt.Errorf("%w %s: seccomp: %v", ErrUnenforceable, p.Mode, err)
 	}
-	return enforced, nil
+	return &confinement{landlock: ruleset, filters: [][]unix.SockFilter{main, foreignArchProgram()}, enforced: enforced}, nil
+}
+
+// The Landlock access rights on files (not directories).
+const fileRights = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile |
+	llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+
+// landlockRuleset makes the ruleset of p for Landlock ABI abi.
+func landlockRuleset(p Policy, abi int) (int, error) {
+	handled := uint64(llsys.AccessFSMakeSym<<1 - 1) // ABI 1: execute to make_sym
+	if abi >= 2 {
+		handled |= llsys.AccessFSRefer
+	}
+	if abi >= 3 {
+		handled |= llsys.AccessFSTruncate
+	}
+	if abi >= 5 {
+		handled |= llsys.AccessFSIoctlDev
+	}
+	attr := llsys.RulesetAttr{HandledAccessFS: handled}
+	if !p.Network && abi >= 4 {
+		attr.HandledAccessNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
+	}
+	if abi >= 6 {
+		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return -1, err
+	}
+	add := func(path string, access uint64, mustExist bool) error {
+		f, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if !mustExist && os.IsNotExist(err) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		defer unix.Close(f)
+		var st unix.Stat_t
+		if err := unix.Fstat(f, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			access &= fileRights
+		}
+		return llsys.LandlockAddPathBeneathRule(fd, &llsys.PathBeneathAttr{AllowedAccess: access & handled, ParentFd: f}, 0)
+	}
+	read := uint64(llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir)
+	err = add("/", read, true)
+	for _, dev := range deviceFiles {
+		if err == nil {
+			err = add(dev, llsys.AccessFSReadFile|llsys.AccessFSWriteFile|llsys.AccessFSTruncate|llsys.AccessFSIoctlDev, false)
+		}
+	}
+	for _, w := range p.writable() {
+		if err == nil {
+			err = add(w, handled, true)
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // eperm makes a refused system call fail with EPERM ("Operation not
 // permitted"), which a command reports like any refusal.
 const eperm = seccomp.ActionErrno | seccomp.Action(unix.EPERM)
 
-// loadSeccomp loads the filter: refused are sockets of any family but
-// AF_UNIX (unless p.Network), io_uring, and ptrace and its relatives.
-func loadSeccomp(p Policy) error {
+// seccompProgram assembles the filter: refused are io_uring, ptrace and
+// its relatives, changes to mounts, new namespaces, the kernel's own attack
+// surface; AF_UNIX sockets but stream pairs (a datagram socket can send to
+// any named socket it can see, which Landlock before ABI 9 does not
+// confine; a plain one could connect to one); and, unless p.Network,
+// every other socket and connect.
+func seccompProgram(p Policy) ([]unix.SockFilter, error) {
 	refused := []seccomp.SyscallGroup{{
 		Action: eperm,
 		Names: []string{
 			"io_uring_setup", "io_uring_enter", "io_uring_register",
 			"ptrace", "process_vm_readv", "process_vm_writev",
-			// Changes to mounts, which would undo the read-only ones (Landlock
-			// refuses mount(2) but not the new mount API).
+			// Changes to mounts, which would undo the read-only ones
+			// (Landlock refuses mount(2) but not the new mount API).
 			"mount", "umount2", "pivot_root", "mount_setattr", "open_tree", "open_tree_attr",
 			"fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
+			// New namespaces: a user namespace would give back
+			// capabilities over what it creates.
+			"unshare", "setns",
 			// The kernel's own attack surface, and keyrings shared with the
 			// host.
 			"bpf", "perf_event_open", "add_key", "keyctl", "request_key",
 			"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
 		},
-	}}
-	if !p.Network {
-		// No sockets but AF_UNIX, and no connecting even those: a named
-		// socket on the host (a container engine's, the session bus) is
-		// reached by connect, which Landlock before ABI 9 does not
-		// confine. A socketpair needs no connect.
-		refused = append(refused, seccomp.SyscallGroup{
-			Action: eperm,
-			Names:  []string{"connect"},
-			NamesWithCondtions: []seccomp.NameWithConditions{{
-				Name:       "socket",
-				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}},
+		NamesWithCondtions: []seccomp.NameWithConditions{
+			// clone and clone3 with a namespace flag; clone3's flags are
+			// behind a pointer, so clone3 is refused with ENOSYS below and
+			// callers fall back to clone.
+			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUSER}}},
+			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNS}}},
+			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWPID}}},
+			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWIPC}}},
+			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNET}}},
+			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUTS}}},
+			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWCGROUP}}},
+			{Name: "socketpair", Conditions: seccomp.ArgumentConditions{
+				{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX},
+				{Argument: 1, Operation: seccomp.BitsSet, Value: unix.SOCK_DGRAM}, // SOCK_DGRAM, and SOCK_RAW (a datagram socket too)
 			}},
+		},
+	}, {
+		Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
+		Names:  []string{"clone3"},
+	}}
+	if p.Network {
+		refused[0].NamesWithCondtions = append(refused[0].NamesWithCondtions, seccomp.NameWithConditions{
+			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX}},
 		})
+	} else {
+		refused[0].Names = append(refused[0].Names, "socket", "connect")
 	}
-	if err := seccomp.LoadFilter(seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
-		Policy:     seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: refused},
-	}); err != nil {
-		return err
+	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: refused}
+	insts, err := policy.Assemble()
+	if err != nil {
+		return nil, err
 	}
-	return refuseForeignArch()
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return nil, err
+	}
+	prog := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return prog, nil
 }
 
-// refuseForeignArch loads a second filter that fails every system call
-// made through another architecture's entry (32-bit calls on a 64-bit
-// kernel), which the first filter's rules do not see: without it, socketcall
-// would open an AF_INET socket past them.
-func refuseForeignArch() error {
-	native, ok := auditArch[runtime.GOARCH]
-	if !ok {
-		return fmt.Errorf("no audit architecture known for %s", runtime.GOARCH)
-	}
-	prog := []unix.SockFilter{
+// foreignArchProgram fails every system call made through another
+// architecture's entry (32-bit calls on a 64-bit kernel), which the main
+// filter's rules do not see: without it, socketcall would open an AF_INET
+// socket past them.
+func foreignArchProgram() []unix.SockFilter {
+	return []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4}, // seccomp_data.arch
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 1, Jf: 0, K: native},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 1, Jf: 0, K: auditArch[runtime.GOARCH]},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }
 
 // auditArch is the AUDIT_ARCH_* value of each architecture Go builds for

@@ -8,7 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,10 +25,13 @@ const policyVar = "DSH_SANDBOX_POLICY"
 // HelperMain when it says yes.
 func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == helperArg }
 
-// HelperMain is the spawner: it confines itself to its policy, says so
-// (or why it cannot), then starts what the plugin asks, in their own
-// process groups, reporting each pid and each exit. When the plugin goes
-// (its end of the socket closes) it kills what it started and returns.
+// HelperMain is the spawner: it sets up its mount namespace (read-only
+// but for p's writable paths, a minimal /dev, a private TMPDIR), prepares
+// the confinement of its commands, and says so (or why it cannot). Then it
+// starts what the plugin asks, each command in a run of its own (new PID,
+// IPC and mount namespaces under an init, runinit_linux.c), reporting each
+// command's pid (with a pidfd) and its end. When the plugin goes (its end
+// of the socket closes) it kills every run, and returns.
 func HelperMain() int {
 	// FileConn keeps a close-on-exec duplicate; fd 3 itself must not reach
 	// the commands.
@@ -48,16 +51,16 @@ func HelperMain() int {
 	p, err := decodePolicy([]byte(os.Getenv(policyVar)))
 	os.Unsetenv(policyVar)
 	forks := newForker()
-	var enforced []string
+	var conf *confinement
 	if err == nil {
-		enforced, err = confineSpawner(p)
+		conf, err = setUpSpawner(p)
 	}
 	if err != nil {
 		_ = writeFrame(c, reply{Failure: err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, fork: forks.start, groups: map[int]bool{}}
-	if err := s.send(reply{Ready: true, Enforced: enforced}); err != nil {
+	s := &spawnerState{c: c, conf: conf, fork: forks.start, inits: map[int]bool{}}
+	if err := s.send(reply{Ready: true, Enforced: conf.enforced}); err != nil {
 		return 1
 	}
 	for {
@@ -71,168 +74,250 @@ func HelperMain() int {
 	}
 }
 
-// confineSpawner makes the mounts read-only but for p's writable paths,
-// drops capabilities, then applies p. It runs only in a mount namespace of
-// the spawner's own.
-func confineSpawner(p Policy) ([]string, error) {
+// setUpSpawner makes the mounts read-only but for p's writable paths,
+// gives /dev only harmless nodes, mounts the private TMPDIR, prepares the
+// commands' confinement, and drops every capability a run's start does not
+// need. It runs only in a mount namespace of the spawner's own.
+func setUpSpawner(p Policy) (*confinement, error) {
 	if _, err := Probe(p); err != nil {
 		return nil, err
 	}
 	if !inOwnMountNamespace() {
 		return nil, fmt.Errorf("%w %s: the spawner shares its parent's mount namespace", ErrUnenforceable, p.Mode)
 	}
+	unenforceable := func(err error) error { return fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err) }
 	if err := readOnlyExcept(p.writable()); err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err)
+		return nil, unenforceable(err)
 	}
-	if err := dropCapabilities(); err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err)
+	if err := minimalDev(); err != nil {
+		return nil, unenforceable(err)
+	}
+	if p.Scratch != "" {
+		if err := privateTmp(p.Scratch, p.Limits.TmpBytes); err != nil {
+			return nil, unenforceable(err)
+		}
+	}
+	conf, err := prepare(p)
+	if err != nil {
+		return nil, err
+	}
+	// Starting a run takes new namespaces and a /proc (CAP_SYS_ADMIN), and
+	// the command's drop of its bounding set (CAP_SETPCAP).
+	if err := dropCapabilitiesBut(unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP); err != nil {
+		unix.Close(conf.landlock)
+		return nil, unenforceable(err)
 	}
 	// Nothing of the spawner (its socket to the plugin, its memory) is open
 	// to a process without CAP_SYS_PTRACE, which no command has.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err)
+		unix.Close(conf.landlock)
+		return nil, unenforceable(err)
 	}
-	enforced, err := Apply(p)
-	if err != nil {
-		return nil, err
+	conf.enforced = append(conf.enforced, "read-only-mounts")
+	if p.Scratch != "" {
+		conf.enforced = append(conf.enforced, "private-tmpfs")
 	}
-	return append(enforced, "read-only-mounts", "no-capabilities"), nil
+	return conf, nil
 }
 
-// spawnerState is the spawner's side: one writer at a time, and the
-// process groups it started that are still alive.
+// spawnerState is the spawner's side: one writer at a time, and the inits
+// of the runs still going.
 type spawnerState struct {
-	c      *net.UnixConn
-	fork   func([]string, *os.ProcAttr) (*os.Process, error)
-	wmu    sync.Mutex
-	mu     sync.Mutex
-	groups map[int]bool
+	c     *net.UnixConn
+	conf  *confinement
+	fork  func(*runSpec) (int, error)
+	wmu   sync.Mutex
+	mu    sync.Mutex
+	inits map[int]bool
 }
 
-func (s *spawnerState) send(r reply) error {
+func (s *spawnerState) send(r reply, fds ...int) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return writeFrame(s.c, r)
+	return writeFrame(s.c, r, fds...)
 }
 
+// runSpec is one run as the init takes it (runinit_linux.h).
+type runSpec struct {
+	path       string
+	argv, env  []string
+	dir        string
+	stdio      [3]int
+	ctl        int
+	landlock   int
+	filters    [][]unix.SockFilter
+	rlimits    []rlimit
+	cgroups    []int
+	cloneflags uintptr
+	mountProc  bool
+}
+
+type rlimit struct {
+	resource int
+	cur, max uint64
+}
+
+// startDeadline bounds a run's start: its init's setup, and the command's
+// confinement and exec.
+const startDeadline = 10 * time.Second
+
 func (s *spawnerState) start(req request, fds []int) {
-	want := 2
+	want := 2 + req.Cgroups
 	if req.Stdin {
-		want = 3
+		want++
 	}
-	if len(fds) != want || len(req.Argv) == 0 {
+	if req.Cgroups < 0 || len(fds) != want || len(req.Argv) == 0 {
 		closeAll(fds)
 		_ = s.send(reply{ID: req.ID, Error: fmt.Sprintf("a request with %d files and %d arguments", len(fds), len(req.Argv))})
 		return
 	}
-	files := make([]*os.File, 0, 3)
 	if !req.Stdin {
-		null, err := os.Open(os.DevNull)
+		null, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			closeAll(fds)
 			_ = s.send(reply{ID: req.ID, Error: err.Error(), Op: "open"})
 			return
 		}
-		files = append(files, null)
+		fds = append([]int{null}, fds...)
 	}
-	for _, fd := range fds {
-		files = append(files, os.NewFile(uintptr(fd), ""))
+	defer closeAll(fds)
+	ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		_ = s.send(reply{ID: req.ID, Error: err.Error(), Op: "socketpair"})
+		return
 	}
 	argv := fromBytes(req.Argv)
-	attr := &os.ProcAttr{
-		Dir: string(req.Dir), Env: fromBytes(req.Env), Files: files,
-		Sys: &syscall.SysProcAttr{Setpgid: true},
+	spec := &runSpec{
+		path: argv[0], argv: argv, env: fromBytes(req.Env), dir: string(req.Dir),
+		stdio: [3]int{fds[0], fds[1], fds[2]}, ctl: ctl[1], landlock: s.conf.landlock, filters: s.conf.filters,
+		cgroups:    fds[3:],
+		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true,
+	}
+	if n := req.Nproc; n > 0 {
+		spec.rlimits = append(spec.rlimits, rlimit{unix.RLIMIT_NPROC, uint64(n), uint64(n)})
 	}
 	s.mu.Lock() // no kill-all between the start and the record
-	proc, err := s.fork(argv, attr)
+	pid, err := s.fork(spec)
 	if err == nil {
-		s.groups[proc.Pid] = true
+		s.inits[pid] = true
 	}
 	s.mu.Unlock()
-	for _, f := range files {
-		f.Close()
-	}
+	unix.Close(ctl[1])
 	if err != nil {
-		r := reply{ID: req.ID, Error: err.Error(), Op: "start"}
-		if pe, ok := err.(*os.PathError); ok {
-			r.Op, r.Error = pe.Op, pe.Err.Error()
-			if errno, ok := pe.Err.(syscall.Errno); ok {
-				r.Errno = int(errno)
+		unix.Close(ctl[0])
+		_ = s.send(reply{ID: req.ID, Error: "starting the run's init: " + err.Error()})
+		return
+	}
+	go s.watch(req.ID, pid, ctl[0])
+}
+
+// watch follows one run through its init's control socket: the command's
+// start (or why it could not), then its end; it reaps the init and tells
+// the plugin.
+func (s *spawnerState) watch(id, init, ctl int) {
+	defer unix.Close(ctl)
+	done := func() {
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(init, &ws, 0, nil); err != unix.EINTR {
+				break
 			}
+		}
+		s.mu.Lock()
+		delete(s.inits, init)
+		s.mu.Unlock()
+	}
+	m, pidfd, err := readInitMsg(ctl, startDeadline)
+	switch {
+	case err != nil:
+		_ = unix.Kill(init, unix.SIGKILL)
+		done()
+		_ = s.send(reply{ID: id, Error: "the run's init did not start the command: " + err.Error()})
+		return
+	case m.kind == msgFailed:
+		done()
+		r := reply{ID: id, Errno: int(m.a)}
+		switch m.b {
+		case opChdir:
+			r.Op = "chdir"
+		case opExec:
+			r.Op = "fork/exec"
+		default: // not the command's fault: the sandbox's
+			r.Errno = 0
+			r.Error = fmt.Sprintf("the run could not be confined: %s: %v", opNames[m.b], unix.Errno(m.a))
 		}
 		_ = s.send(r)
 		return
-	}
-	_ = s.send(reply{ID: req.ID, Pid: proc.Pid})
-	go func() {
-		st, err := proc.Wait()
-		status := -1
-		if err == nil {
-			status = int(st.Sys().(syscall.WaitStatus))
+	case m.kind != msgStarted || pidfd < 0:
+		if pidfd >= 0 {
+			unix.Close(pidfd)
 		}
-		s.mu.Lock()
-		delete(s.groups, proc.Pid)
-		s.mu.Unlock()
-		_ = s.send(reply{Exited: proc.Pid, Status: status})
-	}()
+		_ = unix.Kill(init, unix.SIGKILL)
+		done()
+		_ = s.send(reply{ID: id, Error: fmt.Sprintf("the run's init said %+v", m)})
+		return
+	}
+	pid := pidOfPidfd(pidfd)
+	_, _ = unix.Write(ctl, []byte{1}) // the init may reap the shell now
+	err = s.send(reply{ID: id, Pid: pid}, pidfd)
+	unix.Close(pidfd)
+	if err != nil {
+		_ = unix.Kill(init, unix.SIGKILL)
+	}
+	m, _, err = readInitMsg(ctl, 0)
+	done()
+	r := reply{Exited: pid, Status: int(m.a), Leftovers: int(m.b)}
+	if err != nil || m.kind != msgExited {
+		r = reply{Exited: pid, Status: -1, Lost: "the run's init was killed before it reported the command's end"}
+	}
+	_ = s.send(r)
 }
 
-// forker starts every command from one thread that is not the spawner's
-// main one, made before the confinement. Below Landlock ABI 8 each thread
-// confines itself into a domain of its own, and a command is in the
-// domain of the thread that forked it: so no command shares the domain of
-// the spawner's main thread, and none can signal the spawner (stop it,
-// kill it) or reach into it.
+// killAll kills every run's init, and with each everything in its
+// namespace.
+func (s *spawnerState) killAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for pid := range s.inits {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+}
+
+// forker starts every run from one thread that never exits: an init dies
+// when the thread that started it does (PR_SET_PDEATHSIG).
 type forker struct {
 	jobs chan forkJob
 }
 
 type forkJob struct {
-	argv []string
-	attr *os.ProcAttr
+	spec *runSpec
 	done chan forkResult
 }
 
 type forkResult struct {
-	proc *os.Process
-	err  error
+	pid int
+	err error
 }
 
-// newForker starts the forking thread; call it before confining.
+// newForker starts the forking thread.
 func newForker() *forker {
 	f := &forker{jobs: make(chan forkJob)}
 	ready := make(chan struct{})
-	var run func()
-	run = func() {
+	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the process
-		if unix.Gettid() == unix.Getpid() {
-			// The main thread: keep it, and fork from another.
-			go run()
-			select {}
-		}
 		close(ready)
 		for j := range f.jobs {
-			p, err := os.StartProcess(j.argv[0], j.argv, j.attr)
-			j.done <- forkResult{p, err}
+			pid, err := startRun(j.spec)
+			j.done <- forkResult{pid, err}
 		}
-	}
-	go run()
+	}()
 	<-ready
 	return f
 }
 
-func (f *forker) start(argv []string, attr *os.ProcAttr) (*os.Process, error) {
+func (f *forker) start(spec *runSpec) (int, error) {
 	done := make(chan forkResult, 1)
-	f.jobs <- forkJob{argv, attr, done}
+	f.jobs <- forkJob{spec, done}
 	r := <-done
-	return r.proc, r.err
-}
-
-// killAll kills every process group the spawner started that is alive.
-func (s *spawnerState) killAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for pgid := range s.groups {
-		_ = unix.Kill(-pgid, unix.SIGKILL)
-	}
+	return r.pid, r.err
 }

@@ -61,19 +61,99 @@ func readOnlyExcept(writable []string) error {
 	return nil
 }
 
-// dropCapabilities leaves every thread of the process no capability, now
-// or after any exec, root or not: the bounding, inheritable, ambient,
-// permitted and effective sets are emptied. Without it a root spawner's
-// commands could remount, make device nodes, or load programs into the
-// kernel.
-func dropCapabilities() error {
+// devNodes are the device nodes of a command's /dev: harmless ones, and
+// tty (with no controlling terminal, it opens nothing).
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// minimalDev replaces /dev with a read-only tmpfs that holds only devNodes
+// (bind mounts of the host's), the usual links into /proc, and an empty
+// shm: no disk, no memory device, no terminal of the host (its ptys and
+// consoles), none of the host's shared memory files.
+func minimalDev() error {
+	var clones []int
+	defer func() {
+		for _, fd := range clones {
+			unix.Close(fd)
+		}
+	}()
+	var present []string
+	for _, name := range devNodes {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err == unix.ENOENT {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cloning /dev/%s: %w", name, err)
+		}
+		clones = append(clones, fd)
+		present = append(present, name)
+	}
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
+		return fmt.Errorf("mounting a tmpfs on /dev: %w", err)
+	}
+	for i, name := range present {
+		// The mount point is a device node where this process may make one
+		// (directory listings then say what it is), else a plain file.
+		var st unix.Stat_t
+		if err := unix.Fstat(clones[i], &st); err != nil || unix.Mknod("/dev/"+name, unix.S_IFCHR|0o666, int(st.Rdev)) != nil {
+			f, err := os.OpenFile("/dev/"+name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+			if err != nil {
+				return err
+			}
+			f.Close()
+		}
+		if err := unix.MoveMount(clones[i], "", unix.AT_FDCWD, "/dev/"+name, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("mounting /dev/%s: %w", name, err)
+		}
+	}
+	for link, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, "/dev/"+link); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir("/dev/shm", 0o755); err != nil {
+		return err
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/dev", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("making /dev read-only: %w", err)
+	}
+	return nil
+}
+
+// privateTmp mounts a tmpfs of size bytes on dir, the commands' TMPDIR,
+// owned by this process's user: what they write there is bounded, and
+// goes with the spawner.
+func privateTmp(dir string, size int64) error {
+	opts := fmt.Sprintf("mode=0700,uid=%d,gid=%d", os.Getuid(), os.Getgid())
+	if size > 0 {
+		opts += fmt.Sprintf(",size=%d", size)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// dropCapabilitiesBut leaves every thread of the process no capability but
+// keep, now or after any exec, root or not: the bounding, inheritable,
+// ambient, permitted and effective sets are emptied of the others. A root
+// spawner keeps only what starting a run needs (new namespaces, a /proc,
+// dropping the bounding set of the command); the commands drop those too.
+func dropCapabilitiesBut(keep ...uintptr) error {
 	all := func(trap uintptr, a1, a2 uintptr) error {
 		if _, _, e := psx.Syscall6(trap, a1, a2, 0, 0, 0, 0); e != 0 {
 			return e
 		}
 		return nil
 	}
+	var kept [2]uint32
+	for _, c := range keep {
+		kept[c/32] |= 1 << (c % 32)
+	}
 	for c := uintptr(0); c <= unix.CAP_LAST_CAP; c++ {
+		if kept[c/32]&(1<<(c%32)) != 0 {
+			continue
+		}
 		if err := all(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 		}
@@ -83,6 +163,9 @@ func dropCapabilities() error {
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
+	for i := range data {
+		data[i].Effective, data[i].Permitted = kept[i], kept[i]
+	}
 	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
 		return fmt.Errorf("dropping the capabilities: %w", e)
 	}

@@ -33,7 +33,7 @@ func IsHelper() bool { return false }
 func HelperMain() int { return 2 }
 
 // Spawner cannot exist on this platform.
-type Spawner struct{ Enforced []string }
+type Spawner struct{ Enforced, Limits []string }
 
 // StartSpawner fails as Probe does.
 func StartSpawner(exe string, p Policy) (*Spawner, error) {
@@ -46,6 +46,9 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 
 // Start never runs: no Spawner is ever made here.
 func (s *Spawner) Start(localexec.Launch) (localexec.Started, error) { return nil, syscall.ENOSYS }
+
+// StartsElsewhere: a spawner's commands are not the plugin's children.
+func (s *Spawner) StartsElsewhere() {}
 
 // Idle is true: nothing runs.
 func (s *Spawner) Idle() bool { return true }

@@ -25,6 +25,21 @@ type Policy struct {
 	Scratch string `json:"scratch,omitempty"`
 	// Network allows sockets other than AF_UNIX.
 	Network bool `json:"network,omitempty"`
+	// Limits bound what a run may take.
+	Limits Limits `json:"limits,omitempty"`
+}
+
+// Limits bound the resources of a run; zero means no bound.
+type Limits struct {
+	// Processes bounds the processes of one run (a pids control group
+	// where one can be made; else RLIMIT_NPROC, which counts the
+	// spawner's user's processes in its user namespace).
+	Processes int `json:"processes,omitempty"`
+	// TmpBytes bounds the private TMPDIR (a tmpfs of the spawner's).
+	TmpBytes int64 `json:"tmpBytes,omitempty"`
+	// MemoryBytes bounds the memory of one run (a memory control group;
+	// none where the kernel offers no controller to this process).
+	MemoryBytes int64 `json:"memoryBytes,omitempty"`
 }
 
 // ErrUnenforceable: the kernel cannot enforce the policy; nothing may run.
@@ -47,7 +62,7 @@ func (p Policy) Check() error {
 func (p Policy) Key() string {
 	roots := slices.Clone(p.WritableRoots)
 	slices.Sort(roots)
-	return fmt.Sprintf("%s|%t|%s|%s", p.Mode, p.Network, p.Scratch, strings.Join(roots, "\x00"))
+	return fmt.Sprintf("%s|%t|%s|%+v|%s", p.Mode, p.Network, p.Scratch, p.Limits, strings.Join(roots, "\x00"))
 }
 
 // writable is every path the policy lets a command write beneath.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +28,11 @@ var ErrSpawnerGone = errors.New("the sandbox spawner is gone")
 type Spawner struct {
 	// Enforced is what is in force for every command it starts.
 	Enforced []string
+	// Limits are the resource limits in force, and how.
+	Limits []string
+
+	limits Limits
+	groups *runGroups
 
 	proc *os.Process
 	conn *net.UnixConn
@@ -37,7 +41,7 @@ type Spawner struct {
 	mu     sync.Mutex
 	nextID int
 	starts map[int]chan started
-	exits  map[int]chan int
+	exits  map[int]chan reply
 	gone   chan struct{}
 	err    error
 }
@@ -97,7 +101,7 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 		localexec.ForgetHelper(proc.Pid)
 		return nil, fmt.Errorf("sandbox spawner: %w", err)
 	}
-	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), starts: map[int]chan started{}, exits: map[int]chan int{}, gone: make(chan struct{})}
+	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), starts: map[int]chan started{}, exits: map[int]chan reply{}, gone: make(chan struct{})}
 	var ready reply
 	_ = s.conn.SetReadDeadline(time.Now().Add(startTimeout))
 	_, err = readFrame(s.conn, &ready)
@@ -118,6 +122,8 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 		return nil, err
 	}
 	s.Enforced = ready.Enforced
+	s.limits, s.groups = p.Limits, newRunGroups(p.Limits)
+	s.Limits = s.groups.facts(p.Limits)
 	go s.read()
 	return s, nil
 }
@@ -127,55 +133,69 @@ func (s *Spawner) read() {
 	for {
 		var r reply
 		fds, err := readFrame(s.conn, &r)
-		closeAll(fds) // the spawner sends none
 		if err != nil {
+			closeAll(fds)
 			s.mu.Lock()
-			s.err = fmt.Errorf("%w: %v", ErrSpawnerGone, err)
+			if s.err == nil {
+				s.err = fmt.Errorf("%w: %v", ErrSpawnerGone, err)
+			}
 			close(s.gone)
 			s.mu.Unlock()
 			return
 		}
 		s.mu.Lock()
 		if r.Exited != 0 {
+			closeAll(fds)
 			if ch, ok := s.exits[r.Exited]; ok {
-				ch <- r.Status
+				ch <- r
 				delete(s.exits, r.Exited)
 			}
 		} else if ch, ok := s.starts[r.ID]; ok {
-			if r.Pid != 0 && r.Pid <= 1 {
-				// Never a process the spawner started: a spawner that says so
-				// is not to be believed, and its groups are not to be killed.
-				s.mu.Unlock()
-				s.conn.Close()
-				continue
-			}
 			st := started{reply: r, pidfd: -1}
 			if r.Pid != 0 {
-				// The plugin's own view of the process, taken before the
-				// check so that a reused pid cannot slip between them: its
-				// end is known even if the spawner never reports it.
-				if fd, err := unix.PidfdOpen(r.Pid, 0); err == nil {
-					st.pidfd = fd
-				}
-				if !s.isChild(r.Pid) {
-					if st.pidfd >= 0 {
-						unix.Close(st.pidfd)
-					}
+				if len(fds) != 1 || !s.believable(r.Pid, fds[0]) {
+					// Never a process the spawner started: a spawner that
+					// says so is not to be believed, and its groups are not
+					// to be killed.
+					closeAll(fds)
 					s.mu.Unlock()
 					s.conn.Close()
 					continue
 				}
+				// The process's pidfd, taken by its init at its birth: its
+				// end is known even if the spawner never reports it.
+				st.pidfd = fds[0]
 				// Made here, before its exit can come, and handed over
 				// with the reply: the exit may arrive before Start looks.
-				st.exit = make(chan int, 1)
+				st.exit = make(chan reply, 1)
 				s.exits[r.Pid] = st.exit
+			} else {
+				closeAll(fds)
 			}
 			ch <- st
 			delete(s.starts, r.ID)
+		} else {
+			closeAll(fds)
 		}
 		s.mu.Unlock()
 	}
 }
+
+// believable says whether pidfd is a process the plugin may signal on the
+// spawner's word that it is pid: a process in a PID namespace below this
+// one's (a run's), never one of this namespace's own. A process already
+// reaped has no number left to check, and no group left to signal.
+func (s *Spawner) believable(pid, pidfd int) bool {
+	if pid <= 1 {
+		return false
+	}
+	got, depth := pidfdInfo(pidfd)
+	return got == 0 || got == pid && depth >= 1
+}
+
+// StartsElsewhere marks a Spawner a localexec.ElsewhereLauncher: its
+// commands are the children of their runs' inits.
+func (s *Spawner) StartsElsewhere() {}
 
 // Start implements localexec.Launcher.
 func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
@@ -198,14 +218,46 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 			fds = append(fds, int(f.Fd()))
 		}
 	}
+	groupFDs, groupDirs, err := s.groups.make()
+	if err != nil {
+		s.forget(id)
+		return nil, err
+	}
+	defer closeAll(groupFDs)
+	req := request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil, Cgroups: len(groupFDs)}
+	if s.limits.Processes > 0 && (s.groups == nil || s.groups.bases["pids"] == "") {
+		req.Nproc = s.limits.Processes
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.groups.remove(groupDirs)
+		}
+	}()
 	s.wmu.Lock()
-	err := writeFrame(s.conn, request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil}, fds...)
+	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
+	err = writeFrame(s.conn, req, append(fds, groupFDs...)...)
+	_ = s.conn.SetWriteDeadline(time.Time{})
 	s.wmu.Unlock()
 	if err != nil {
 		s.forget(id)
-		return nil, fmt.Errorf("%w: %v", ErrSpawnerGone, err)
+		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
+		return nil, s.gonErr()
 	}
+	timer := time.NewTimer(replyDeadline)
+	defer timer.Stop()
 	select {
+	case <-timer.C:
+		s.forget(id)
+		s.fail(fmt.Errorf("%w: it did not answer within %s; it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
+		select { // a reply that came all the same holds a pidfd
+		case st := <-ch:
+			if st.pidfd >= 0 {
+				unix.Close(st.pidfd)
+			}
+		default:
+		}
+		return nil, s.gonErr()
 	case st := <-ch:
 		r := st.reply
 		if r.Pid == 0 {
@@ -214,7 +266,8 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 			}
 			return nil, fmt.Errorf("sandbox spawner: %s: %s", r.Op, r.Error)
 		}
-		return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd}, nil
+		started = true
+		return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd, groups: groupDirs}, nil
 	case <-s.gone:
 		s.forget(id)
 		select { // a reply that came all the same holds a pidfd
@@ -224,8 +277,33 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 			}
 		default:
 		}
-		return nil, s.err
+		return nil, s.gonErr()
 	}
+}
+
+// replyDeadline bounds every exchange with a spawner: taking a request, and
+// answering it. A spawner that misses it is stopped or wedged; it is
+// killed, and with it every run it started (their inits die with it).
+const replyDeadline = 10 * time.Second
+
+// fail kills the spawner for err: what it started dies with it, its
+// connection closes, and Gone says so.
+func (s *Spawner) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	_ = s.proc.Kill()
+	s.conn.Close()
+}
+
+// gonErr is why the spawner is gone, once it is.
+func (s *Spawner) gonErr() error {
+	<-s.gone
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 func (s *Spawner) forget(id int) {
@@ -254,6 +332,7 @@ func (s *Spawner) Close() error {
 	}
 	localexec.ForgetHelper(s.proc.Pid)
 	<-s.gone
+	s.groups.close()
 	return nil
 }
 
@@ -271,39 +350,33 @@ func (s *Spawner) Gone() <-chan struct{} { return s.gone }
 // on, and a pidfd of the process (-1 when it was already gone).
 type started struct {
 	reply reply
-	exit  chan int
+	exit  chan reply
 	pidfd int
-}
-
-// isChild says whether pid is a process the spawner started: its child, or
-// already gone (then the spawner's report of its exit follows). A pid that
-// is someone else's is a lie.
-func (s *Spawner) isChild(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // gone, and reaped: nothing to kill by mistake
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 1 && f[1] == strconv.Itoa(s.proc.Pid)
 }
 
 // spawned is a process the spawner started.
 type spawned struct {
-	s     *Spawner
-	pid   int
-	exit  chan int
-	pidfd int
+	s         *Spawner
+	pid       int
+	exit      chan reply
+	pidfd     int
+	leftovers int
+	groups    []string // the run's control groups
 }
 
 func (p *spawned) Pid() int { return p.pid }
 
-// Once the plugin saw a process end, the spawner's report of it is awaited
-// in steps of reportGrace, for reportPatience at most, and no longer once
-// the spawner is seen stopped.
+// Leftovers counts the processes killed in the run's namespace once its
+// shell ended (localexec adds them to the run's own count).
+func (p *spawned) Leftovers() int { return p.leftovers }
+
+// Once the plugin saw a process end, the spawner's report of it (its init
+// kills and reaps what the command left first) is awaited in steps of
+// reportGrace, for reportPatience at most, and no longer once the spawner
+// is seen stopped.
 const (
-	reportGrace    = time.Second
-	reportPatience = 30 * time.Second
+	reportGrace    = 500 * time.Millisecond
+	reportPatience = 10 * time.Second
 )
 
 // stopped says whether process pid is stopped (SIGSTOP) or traced.
@@ -319,13 +392,18 @@ func stopped(pid int) bool {
 
 // Wait waits for the spawner's report of the exit; when the process is
 // seen gone and no report comes (the spawner is stopped or wedged), the
-// exit status is unknown.
+// exit status is unknown, and the spawner is killed.
 func (p *spawned) Wait() (syscall.WaitStatus, error) {
-	status := func(st int) (syscall.WaitStatus, error) {
-		if st < 0 {
+	defer p.s.groups.remove(p.groups) // empty by now: the init is reaped
+	status := func(r reply) (syscall.WaitStatus, error) {
+		p.leftovers = r.Leftovers
+		switch {
+		case r.Lost != "":
+			return 0, errors.New(r.Lost)
+		case r.Status < 0:
 			return 0, errors.New("the spawner could not wait for the process")
 		}
-		return syscall.WaitStatus(st), nil
+		return syscall.WaitStatus(r.Status), nil
 	}
 	ended := make(chan struct{})
 	if p.pidfd >= 0 {
@@ -348,29 +426,30 @@ func (p *spawned) Wait() (syscall.WaitStatus, error) {
 		}()
 	}
 	select {
-	case st := <-p.exit:
-		return status(st)
+	case r := <-p.exit:
+		return status(r)
 	case <-ended:
-		// The report follows, unless the spawner is stopped; a busy one
-		// gets reportPatience.
+		// The report follows once the run's init has killed and reaped
+		// what the command left, unless the spawner is stopped or wedged.
 		tick := time.NewTicker(reportGrace)
 		defer tick.Stop()
 		for waited := time.Duration(0); ; waited += reportGrace {
 			select {
-			case st := <-p.exit:
-				return status(st)
+			case r := <-p.exit:
+				return status(r)
 			case <-p.s.gone:
 				return 0, p.s.err
 			case <-tick.C:
 			}
 			if waited >= reportPatience || stopped(p.s.proc.Pid) {
-				return 0, errors.New("the process ended, but the spawner did not report how")
+				p.s.fail(fmt.Errorf("%w: it did not report a process's end (stopped, or wedged); it was killed, and will be replaced", ErrSpawnerGone))
+				return 0, errors.New("the process ended, but the sandbox spawner did not report how; the spawner was killed")
 			}
 		}
 	case <-p.s.gone:
 		select { // an exit that came before the end still counts
-		case st := <-p.exit:
-			return status(st)
+		case r := <-p.exit:
+			return status(r)
 		default:
 		}
 		return 0, p.s.err

@@ -21,6 +21,10 @@ import (
 // maxFrame bounds a frame: a command and its environment, with room.
 const maxFrame = 16 << 20
 
+// maxFrameFiles bounds the files a frame carries: three standard ones, and
+// a run's control groups.
+const maxFrameFiles = 8
+
 // request asks the spawner to start a process. Arguments, environment and
 // directory are bytes (base64 in the JSON): they need not be UTF-8.
 type request struct {
@@ -32,6 +36,12 @@ type request struct {
 	// /dev/null itself, on its own read-only mount (the plugin's /dev/null
 	// is on a writable one: a command could change its metadata).
 	Stdin bool `json:"stdin,omitempty"`
+	// Cgroups counts the files after the standard ones: cgroup.procs files
+	// of the run's control groups, for its init to join.
+	Cgroups int `json:"cgroups,omitempty"`
+	// Nproc, when not 0, is the command's RLIMIT_NPROC: the process limit
+	// where no pids control group could be made.
+	Nproc int `json:"nproc,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -65,6 +75,11 @@ type reply struct {
 
 	Exited int `json:"exited,omitempty"`
 	Status int `json:"status,omitempty"`
+	// Leftovers counts the processes killed in the run's namespace once
+	// its shell ended.
+	Leftovers int `json:"leftovers,omitempty"`
+	// Lost says why a run ended with no status: its init was killed.
+	Lost string `json:"lost,omitempty"`
 }
 
 // writeFrame writes v, with fds attached to its length.
@@ -89,7 +104,7 @@ func writeFrame(c *net.UnixConn, v any, fds ...int) error {
 // readFrame reads a frame into v and returns the files that came with it.
 func readFrame(c *net.UnixConn, v any) ([]int, error) {
 	var head [4]byte
-	oob := make([]byte, unix.CmsgSpace(3*4))
+	oob := make([]byte, unix.CmsgSpace(maxFrameFiles*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(head[:], oob)
 	if err != nil {
 		return nil, err
@@ -145,10 +160,11 @@ type policyWire struct {
 	WritableRoots [][]byte `json:"writableRoots,omitempty"`
 	Scratch       []byte   `json:"scratch,omitempty"`
 	Network       bool     `json:"network,omitempty"`
+	Limits        Limits   `json:"limits"`
 }
 
 func encodePolicy(p Policy) ([]byte, error) {
-	return json.Marshal(policyWire{string(p.Mode), toBytes(p.WritableRoots), []byte(p.Scratch), p.Network})
+	return json.Marshal(policyWire{string(p.Mode), toBytes(p.WritableRoots), []byte(p.Scratch), p.Network, p.Limits})
 }
 
 func decodePolicy(b []byte) (Policy, error) {
@@ -156,5 +172,5 @@ func decodePolicy(b []byte) (Policy, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Policy{}, err
 	}
-	return Policy{Mode: pluginapi.SandboxMode(w.Mode), WritableRoots: fromBytes(w.WritableRoots), Scratch: string(w.Scratch), Network: w.Network}, nil
+	return Policy{Mode: pluginapi.SandboxMode(w.Mode), WritableRoots: fromBytes(w.WritableRoots), Scratch: string(w.Scratch), Network: w.Network, Limits: w.Limits}, nil
 }

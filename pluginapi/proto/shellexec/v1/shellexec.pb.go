@@ -940,6 +940,12 @@ type SandboxFacts struct {
 	LikelyDenial  bool                   `protobuf:"varint,3,opt,name=likely_denial,json=likelyDenial,proto3" json:"likely_denial,omitempty"`
 	Evidence      [][]byte               `protobuf:"bytes,4,rep,name=evidence,proto3" json:"evidence,omitempty"`
 	RunnerFailure string                 `protobuf:"bytes,5,opt,name=runner_failure,json=runnerFailure,proto3" json:"runner_failure,omitempty"`
+	// The writable roots in force, symlinks resolved (paths, so bytes).
+	WritableRoots [][]byte `protobuf:"bytes,6,rep,name=writable_roots,json=writableRoots,proto3" json:"writable_roots,omitempty"`
+	// The resource limits in force, as "name value (mechanism)".
+	Limits []string `protobuf:"bytes,7,rep,name=limits,proto3" json:"limits,omitempty"`
+	// Why the run ended without its exit being known: the sandbox lost it.
+	Interrupted   string `protobuf:"bytes,8,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1005,6 +1011,27 @@ func (x *SandboxFacts) GetEvidence() [][]byte {
 func (x *SandboxFacts) GetRunnerFailure() string {
 	if x != nil {
 		return x.RunnerFailure
+	}
+	return ""
+}
+
+func (x *SandboxFacts) GetWritableRoots() [][]byte {
+	if x != nil {
+		return x.WritableRoots
+	}
+	return nil
+}
+
+func (x *SandboxFacts) GetLimits() []string {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *SandboxFacts) GetInterrupted() string {
+	if x != nil {
+		return x.Interrupted
 	}
 	return ""
 }
@@ -1907,13 +1934,16 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"spill_path\x18\x04 \x01(\tR\tspillPath\x12'\n" +
 	"\x0fspill_truncated\x18\x05 \x01(\bR\x0espillTruncated\x12\x1f\n" +
 	"\vspill_error\x18\x06 \x01(\tR\n" +
-	"spillError\"\xa6\x01\n" +
+	"spillError\"\x87\x02\n" +
 	"\fSandboxFacts\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1a\n" +
 	"\benforced\x18\x02 \x03(\tR\benforced\x12#\n" +
 	"\rlikely_denial\x18\x03 \x01(\bR\flikelyDenial\x12\x1a\n" +
 	"\bevidence\x18\x04 \x03(\fR\bevidence\x12%\n" +
-	"\x0erunner_failure\x18\x05 \x01(\tR\rrunnerFailure\"\xc8\x03\n" +
+	"\x0erunner_failure\x18\x05 \x01(\tR\rrunnerFailure\x12%\n" +
+	"\x0ewritable_roots\x18\x06 \x03(\fR\rwritableRoots\x12\x16\n" +
+	"\x06limits\x18\a \x03(\tR\x06limits\x12 \n" +
+	"\vinterrupted\x18\b \x01(\tR\vinterrupted\"\xc8\x03\n" +
 	"\tRunResult\x12 \n" +
 	"\texit_code\x18\x01 \x01(\x03H\x00R\bexitCode\x88\x01\x01\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\tR\x06signal\x12\x1b\n" +

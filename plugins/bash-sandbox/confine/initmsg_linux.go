@@ -1,0 +1,144 @@
+//go:build linux
+
+package confine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The messages of a run's init, as runinit_linux.h defines them.
+const (
+	msgStarted = 1
+	msgFailed  = 2
+	msgExited  = 3
+)
+
+// The steps a run's start can fail at, as runinit_linux.h numbers them.
+const (
+	opChdir = 5
+	opExec  = 7
+)
+
+var opNames = map[int32]string{
+	1: "setting up the run's init",
+	2: "mounting the run's /proc",
+	3: "joining the run's control groups",
+	4: "starting the command's process",
+	5: "entering the workdir",
+	6: "confining the command",
+	7: "executing the shell",
+	8: "giving the command its standard files",
+}
+
+// initMsg is struct dsh_msg.
+type initMsg struct {
+	kind, a, b int32
+}
+
+const initMsgSize = 16
+
+// errInitTimeout: a run's init said nothing within its deadline.
+var errInitTimeout = errors.New("no answer in time")
+
+// readInitMsg reads one message from a run's init, and the descriptor that
+// came with it (-1 for none), waiting at most deadline (0: as long as it
+// takes).
+func readInitMsg(ctl int, deadline time.Duration) (initMsg, int, error) {
+	if deadline > 0 {
+		fds := []unix.PollFd{{Fd: int32(ctl), Events: unix.POLLIN}}
+		for end := time.Now().Add(deadline); ; {
+			left := time.Until(end)
+			if left <= 0 {
+				return initMsg{}, -1, errInitTimeout
+			}
+			n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return initMsg{}, -1, err
+			}
+			if n > 0 {
+				break
+			}
+		}
+	}
+	buf := make([]byte, initMsgSize)
+	oob := make([]byte, unix.CmsgSpace(4))
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return initMsg{}, -1, err
+	}
+	fd := -1
+	if oobn > 0 {
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, m := range msgs {
+				if got, err := unix.ParseUnixRights(&m); err == nil {
+					for _, f := range got {
+						if fd < 0 {
+							fd = f
+						} else {
+							unix.Close(f)
+						}
+					}
+				}
+			}
+		}
+	}
+	if n == 0 {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return initMsg{}, -1, errors.New("the run's init is gone")
+	}
+	if n != initMsgSize {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return initMsg{}, -1, fmt.Errorf("a message of %d bytes from the run's init", n)
+	}
+	e := binary.NativeEndian
+	return initMsg{int32(e.Uint32(buf[0:])), int32(e.Uint32(buf[4:])), int32(e.Uint32(buf[8:]))}, fd, nil
+}
+
+// pidfdInfo reads a pidfd's process as this process's PID namespace
+// numbers it (0 when it was reaped), and how many PID namespaces deep it
+// lives below this one's (NSpid has one entry per level).
+func pidfdInfo(pidfd int) (pid int, depth int) {
+	data, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+			pid, _ = strconv.Atoi(strings.TrimSpace(v))
+		} else if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			depth = len(strings.Fields(v)) - 1
+		}
+	}
+	if pid < 0 {
+		pid = 0
+	}
+	return pid, depth
+}
+
+// pidOfPidfd is pidfdInfo's pid.
+func pidOfPidfd(pidfd int) int {
+	pid, _ := pidfdInfo(pidfd)
+	return pid
+}

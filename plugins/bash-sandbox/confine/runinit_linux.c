@@ -1,0 +1,275 @@
+//go:build linux && cgo
+
+// The per-run init of bash-sandbox, in C because it runs in a forked copy
+// of a Go process, where no Go code may run: it makes only system calls,
+// allocates nothing, and never returns into Go.
+//
+// The spawner calls dsh_start_run for each command. It clones an init into
+// new PID, IPC and mount namespaces. The init mounts the run's /proc, joins
+// the run's control groups, and starts the command's shell as PID 2, which
+// confines itself (no capabilities, no_new_privs, Landlock, seccomp,
+// limits) and executes. The init reaps what the command leaves, and when
+// the shell ends it kills every process left in the namespace, reaps them,
+// reports the shell's status and the number killed, and exits. When the
+// spawner dies, the init dies (PR_SET_PDEATHSIG), and with it, by the
+// kernel's hand, everything in its namespace.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runinit_linux.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+
+static void send_msg(int ctl, int32_t kind, int32_t a, int32_t b, int fd) {
+	struct dsh_msg m = {.kind = kind, .a = a, .b = b};
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		memset(&u, 0, sizeof u);
+		h.msg_control = u.buf;
+		h.msg_controllen = sizeof u.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while (sendmsg(ctl, &h, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+	}
+}
+
+// The command's side, between its clone and its exec. It shares the
+// init's memory (CLONE_VM | CLONE_VFORK): it writes only its own stack and
+// the failure it reports.
+struct child {
+	struct dsh_run *run;
+	int failed_op;
+	int failed_errno;
+};
+
+static int fail(struct child *c, int op) {
+	c->failed_op = op;
+	c->failed_errno = errno ? errno : EINVAL;
+	_exit(127);
+}
+
+static int command_main(void *arg) {
+	struct child *c = arg;
+	struct dsh_run *r = c->run;
+	int moved[3];
+	for (int i = 0; i < 3; i++) {
+		// Above 2 first, so that dup2 below cannot overwrite one of them.
+		moved[i] = fcntl(r->stdio[i], F_DUPFD_CLOEXEC, 3);
+		if (moved[i] < 0)
+			fail(c, DSH_OP_STDIO);
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(moved[i], i) < 0)
+			fail(c, DSH_OP_STDIO);
+	if (setpgid(0, 0) < 0)
+		fail(c, DSH_OP_CONFINE);
+	if (chdir(r->dir) < 0)
+		fail(c, DSH_OP_CHDIR);
+	for (int i = 0; i < r->nrlimits; i++)
+		if (setrlimit(r->rlimits[i].resource, &r->rlimits[i].lim) < 0)
+			fail(c, DSH_OP_CONFINE);
+	// No capability, now or after exec, root or not.
+	for (int cap = 0; cap < 64; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			fail(c, DSH_OP_CONFINE);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		fail(c, DSH_OP_CONFINE);
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		fail(c, DSH_OP_CONFINE);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail(c, DSH_OP_CONFINE);
+	if (r->landlock >= 0 && syscall(SYS_landlock_restrict_self, r->landlock, 0) < 0)
+		fail(c, DSH_OP_CONFINE);
+	for (int i = 0; i < r->nfilters; i++) {
+		struct sock_fprog prog = {.len = r->filters[i].len, .filter = r->filters[i].code};
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			fail(c, DSH_OP_CONFINE);
+	}
+	// Nothing but the three standard files reaches the command.
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		fail(c, DSH_OP_SETUP);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(r->path, r->argv, r->envp);
+	fail(c, DSH_OP_EXEC);
+	return 127;
+}
+
+// keep_only closes every descriptor but those in keep (n of them).
+static int keep_only(const int *keep, int n) {
+	unsigned int from = 0;
+	for (;;) {
+		// The lowest kept descriptor at or above from.
+		int next = -1;
+		for (int i = 0; i < n; i++)
+			if (keep[i] >= 0 && (unsigned int)keep[i] >= from && (next < 0 || keep[i] < next))
+				next = keep[i];
+		unsigned int to = next < 0 ? ~0U : (unsigned int)next;
+		if (to > from && syscall(SYS_close_range, from, to - 1, 0) < 0)
+			return -1;
+		if (next < 0)
+			return 0;
+		from = (unsigned int)next + 1;
+	}
+}
+
+#define COMMAND_STACK (256 * 1024)
+
+static void init_main(struct dsh_run *r) {
+	// Every signal stays blocked (the clone happened with all blocked):
+	// the handlers are the Go runtime's, which must never run here. As a
+	// namespace's init it ignores what it has no handler for anyway, but
+	// SIGKILL from outside.
+	for (int sig = 1; sig < 65; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sigaction(sig, &dfl, NULL);
+	}
+	// Dies with its spawner.
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(1);
+
+	int keep[8 + 3];
+	int n = 0;
+	keep[n++] = r->ctl;
+	keep[n++] = r->landlock;
+	for (int i = 0; i < 3; i++)
+		keep[n++] = r->stdio[i];
+	for (int i = 0; i < r->ncgroups && n < (int)(sizeof keep / sizeof keep[0]); i++)
+		keep[n++] = r->cgroups[i];
+	if (keep_only(keep, n) < 0) {
+		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
+		_exit(0);
+	}
+	// A spawner that died before PR_SET_PDEATHSIG closed its end of the
+	// control socket (this process's copy of that end is closed above).
+	struct pollfd p = {.fd = r->ctl, .events = POLLRDHUP};
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+		_exit(1);
+	for (int i = 0; i < r->ncgroups; i++) {
+		if (write(r->cgroups[i], "0", 1) != 1) {
+			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_CGROUP, -1);
+			_exit(0);
+		}
+		close(r->cgroups[i]);
+	}
+	if (r->mount_proc &&
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL) < 0) {
+		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
+		_exit(0);
+	}
+
+	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
+		_exit(0);
+	}
+	struct child c = {.run = r};
+	pid_t shell = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+	if (shell < 0) {
+		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
+		_exit(0);
+	}
+	munmap(stack, COMMAND_STACK);
+	if (r->landlock >= 0)
+		close(r->landlock);
+	for (int i = 0; i < 3; i++)
+		close(r->stdio[i]);
+	if (c.failed_op) {
+		int st;
+		while (waitpid(shell, &st, 0) < 0 && errno == EINTR) {
+		}
+		send_msg(r->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op, -1);
+		_exit(0);
+	}
+	int pidfd = syscall(SYS_pidfd_open, shell, 0);
+	send_msg(r->ctl, DSH_MSG_STARTED, 0, 0, pidfd);
+	if (pidfd >= 0)
+		close(pidfd);
+	// The shell is not reaped before the spawner has read its pid, as its
+	// own PID namespace numbers it, from the pidfd.
+	char ack;
+	while (read(r->ctl, &ack, 1) < 0 && errno == EINTR) {
+	}
+
+	// Reap until the shell ends; then kill what is left, and reap that.
+	int status = 0, ended = 0, leftovers = 0;
+	for (;;) {
+		int st;
+		pid_t got = waitpid(-1, &st, __WALL);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			break; // ECHILD: nobody left
+		}
+		if (got == shell) {
+			status = st;
+			ended = 1;
+			kill(-1, SIGKILL);
+		} else if (ended) {
+			leftovers++;
+		}
+	}
+	send_msg(r->ctl, DSH_MSG_EXITED, status, leftovers, -1);
+	_exit(0);
+}
+
+int dsh_start_run(struct dsh_run *r) {
+	// With every signal blocked from before the clone, no Go signal
+	// handler can run in the child.
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	long pid = syscall(SYS_clone, r->cloneflags | SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0)
+		init_main(r); // never returns
+	int err = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return pid < 0 ? -err : (int)pid;
+}

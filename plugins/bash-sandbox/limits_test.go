@@ -1,0 +1,99 @@
+package bashsandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	bashsandbox "github.com/dsh-host/dsh-host/plugins/bash-sandbox"
+)
+
+// limitedBox is a bash-sandbox configured with small limits.
+func limitedBox(t *testing.T, processes int, tmpMiB int64) *bashsandbox.Executor {
+	t.Helper()
+	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close(context.Background()) })
+	raw, _ := json.Marshal(map[string]any{bashsandbox.PolicyKey: map[string]any{
+		"limits": map[string]any{"processes": processes, "tmpMiB": tmpMiB},
+	}})
+	if err := x.Configure(context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func runIn(t *testing.T, x *bashsandbox.Executor, ws, command string, timeoutMs int64) pluginapi.RunResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: command, Workdir: ws, TimeoutMs: timeoutMs}, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", command, err)
+	}
+	return res
+}
+
+// A fork bomb with the process limit in place fails to fork past it, the
+// machine keeps forking, and the run's end kills the lot.
+func TestForkBombIsBounded(t *testing.T) {
+	x := limitedBox(t, 64, 16)
+	ws := t.TempDir()
+	began := time.Now()
+	res := runIn(t, x, ws, `bomb() { bomb | bomb & }; bomb; sleep 2; echo survived`, 4000)
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the bomb's run took %s", took)
+	}
+	if res.Sandbox == nil || !strings.Contains(strings.Join(res.Sandbox.Limits, ";"), "processes 64") {
+		t.Errorf("facts do not show the process limit: %+v", res.Sandbox)
+	}
+	// The machine forks still, at once.
+	start := time.Now()
+	if out, err := exec.Command("true").CombinedOutput(); err != nil {
+		t.Fatalf("the host cannot fork after the bomb: %v %s", err, out)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a fork on the host took %s", took)
+	}
+	// Nothing of the bomb is left: the run's namespace died with it.
+	if res := runIn(t, x, ws, "echo after", 10000); res.Stdout.Text != "after\n" {
+		t.Errorf("the next run: %+v", res)
+	}
+}
+
+// A run that starts more processes than its limit sees the excess forks
+// fail.
+func TestProcessLimitRefusesForks(t *testing.T) {
+	x := limitedBox(t, 16, 16)
+	res := runIn(t, x, t.TempDir(), `n=0; for i in $(seq 40); do (sleep 3) 2>/dev/null & n=$((n+1)); done 2>/dev/null; jobs -r | wc -l`, 20000)
+	out := strings.TrimSpace(res.Stdout.Text)
+	var running int
+	for _, c := range out {
+		if c < '0' || c > '9' {
+			t.Fatalf("jobs -r | wc -l printed %q (stderr %q)", out, res.Stderr.Text)
+		}
+		running = running*10 + int(c-'0')
+	}
+	if running >= 16 {
+		t.Errorf("%d background processes run under a limit of 16", running)
+	}
+}
+
+// The private TMPDIR is a tmpfs of the configured size: a command cannot
+// fill the host's disk through it.
+func TestTmpIsBounded(t *testing.T) {
+	x := limitedBox(t, 64, 8)
+	res := runIn(t, x, t.TempDir(), `head -c 20M /dev/zero > "$TMPDIR/big"; echo status $?; df -k "$TMPDIR" | tail -1`, 20000)
+	if !strings.Contains(res.Stdout.Text, "status 1") || !strings.Contains(res.Stderr.Text, "No space left on device") {
+		t.Errorf("writing 20 MiB into an 8 MiB TMPDIR: %+v", res)
+	}
+	if res.Sandbox == nil || !strings.Contains(strings.Join(res.Sandbox.Limits, ";"), "tmp 8 MiB") {
+		t.Errorf("facts do not show the tmp limit: %+v", res.Sandbox)
+	}
+}
