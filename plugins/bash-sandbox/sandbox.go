@@ -39,7 +39,7 @@ type sandbox struct {
 	recent    []string // keys, least recently used first
 	// granted are the roots made writable so far, symlinks resolved.
 	granted []string
-	closed    bool
+	closed  bool
 }
 
 func newSandbox(self *os.File, policy SandboxPolicy) (*sandbox, error) {
