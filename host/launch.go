@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/registry"
 )
 
 // execIDPrefixVar is localexec's ExecIDPrefixVar: the prefix of the tags the
@@ -42,8 +43,16 @@ type Executor struct {
 	// Path is the plugin binary; Args are its arguments.
 	Path string
 	Args []string
-	// Checksum, when set, is the SHA-256 the binary must have.
+	// Checksum, when set, is the SHA-256 the binary must have. It pins
+	// the binary: one that lies where others could replace it (see
+	// Options.WritableRoots) is run only so, from a private copy checked
+	// against it.
 	Checksum []byte
+	// Builtin says Path is this very program, serving one of its built-in
+	// executors (BuiltinExecutor sets it). A launch re-executes the image
+	// this process runs (/proc/self/exe on Linux), never what lies at Path
+	// by then, so the binary is not checked and has nothing to watch.
+	Builtin bool
 }
 
 // BuiltinExecutor is the executor the running binary serves itself under
@@ -53,7 +62,7 @@ func BuiltinExecutor(name string) (Executor, error) {
 	if err != nil {
 		return Executor{}, fmt.Errorf("host: locating this binary to serve %s: %w", name, err)
 	}
-	return Executor{Name: name, Path: self, Args: ServeArgs(name)}, nil
+	return Executor{Name: name, Path: self, Args: ServeArgs(name), Builtin: true}, nil
 }
 
 // Options configure Launch.
@@ -71,6 +80,12 @@ type Options struct {
 	// of the host's, so that the files outlive a plugin that dies, and go
 	// when the host removes it.
 	SpillDir string
+	// WritableRoots are the directories commands may write beneath: the
+	// workdir they run in and a sandbox's writable roots. Every launch
+	// (the first, each reload, each restart) refuses an executor binary
+	// that lies beneath one of them, or where another user could replace
+	// it, unless Executor.Checksum pins it: see registry.CheckBinary.
+	WritableRoots []string
 }
 
 // ErrLaunch wraps every failure to start or check a plugin.
@@ -123,7 +138,19 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)
 	}
-	cmd := exec.Command(ex.Path, ex.Args...)
+	bin, err := executorBinary(ex, opts.WritableRoots, sockDir)
+	if err != nil {
+		_ = os.RemoveAll(sockDir)
+		if errors.Is(err, registry.ErrUnsafeBinary) || errors.Is(err, registry.ErrChecksumMismatch) {
+			return nil, fmt.Errorf("%w: %w", ErrLaunch, err) // the message names the binary
+		}
+		return nil, fmt.Errorf("%w %s (%s): %w", ErrLaunch, ex.Name, ex.Path, err)
+	}
+	if bin != ex.Path {
+		logger.Debug("launching the executor", "name", ex.Name, "path", ex.Path, "runs", bin)
+	}
+	cmd := exec.Command(bin, ex.Args...)
+	cmd.Args[0] = ex.Path // what a person reads in ps
 	cmd.SysProcAttr = pluginProcAttr()
 	// The executor tags what it starts with a prefix of ours, so that what
 	// a dead plugin left can still be found.

@@ -216,3 +216,26 @@ func validationMessage(err error) string {
 	}
 	return msg
 }
+
+// SandboxWritableRoots are the sandbox section's writableRoots, as written
+// (nil when the file sets none): directories commands may write beneath,
+// which a host counts when it checks where an executor binary lies,
+// whichever executor it mounts. The rest of the section is checked against
+// the executor's schema later (ShellSettings).
+func (f *SettingsFile) SandboxWritableRoots() ([]string, error) {
+	node := f.sections["sandbox"]
+	if node == nil || node.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	var s struct {
+		WritableRoots []string `yaml:"writableRoots"`
+	}
+	if err := node.Decode(&s); err != nil {
+		line := node.Line
+		if l, ok := f.lines["sandbox.writableRoots"]; ok {
+			line = l
+		}
+		return nil, f.errorf(line, "sandbox.writableRoots", "%v", err)
+	}
+	return s.WritableRoots, nil
+}

@@ -20,7 +20,12 @@ const DefaultWatchDebounce = 300 * time.Millisecond
 // inode a rename swaps). Changes closer together than debounce make one
 // reload. A reload that fails is logged, and the old executor keeps serving.
 // It returns when ctx is done, or at once if the directory cannot be
-// watched.
+// watched, or if the binary is not one to watch: a built-in executor's (a
+// reload re-executes the running image, not the file), or one that lies
+// where others could replace it (beneath a writable root of the runtime's,
+// or in a directory others may write; see registry.CheckBinary) and is not
+// pinned by a checksum. Each reload checks the binary anew: one that has
+// become unsafe is refused, and the old executor keeps serving.
 func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Duration) error {
 	if debounce <= 0 {
 		debounce = DefaultWatchDebounce
@@ -28,6 +33,9 @@ func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Du
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
+	}
+	if err := checkWatchable(r.opts.Executor, abs, r.opts.WritableRoots); err != nil {
+		return fmt.Errorf("host: refusing to watch %s: %w", abs, err)
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {

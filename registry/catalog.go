@@ -119,15 +119,26 @@ func (c *Catalog) Lookup(name, want string) (Entry, error) {
 	if want == "" {
 		return e, nil
 	}
-	got, err := FileSHA256(e.Path)
+	got, err := VerifyChecksum(e.Path, want)
 	if err != nil {
-		return Entry{}, fmt.Errorf("registry: %s: %w", e.Path, err)
-	}
-	if !strings.EqualFold(got, want) {
-		return Entry{}, fmt.Errorf("%w: %s is sha256:%s, the settings require sha256:%s", ErrChecksumMismatch, e.Path, got, want)
+		return Entry{}, err
 	}
 	e.SHA256 = got
 	return e, nil
+}
+
+// VerifyChecksum checks the file at path against want, the SHA-256 (hex)
+// the settings require, and returns the file's own: a mismatch is refused
+// with both sums.
+func VerifyChecksum(path, want string) (string, error) {
+	got, err := FileSHA256(path)
+	if err != nil {
+		return "", fmt.Errorf("registry: %s: %w", path, err)
+	}
+	if !strings.EqualFold(got, want) {
+		return "", fmt.Errorf("%w: %s is sha256:%s, the settings require sha256:%s", ErrChecksumMismatch, path, got, want)
+	}
+	return got, nil
 }
 
 // FileSHA256 is the hex SHA-256 of the file at path.

@@ -53,6 +53,11 @@ where each value came from.
 run and config read a settings file with --settings FILE (or $DSH_SETTINGS):
 sections host (executor, pluginDir, checksums), shell (checked against the
 executor's schema), sandbox, approval.
+
+A plugin binary that a command or another user could replace (beneath the
+workdir or a sandbox writable root, or where a directory on its path is
+writable by others) is refused, at mount and at each reload, unless
+host.checksums pins it.
 `
 
 func main() {

@@ -67,14 +67,17 @@ func mcpCmd(args []string) int {
 
 	go r.ReloadOnSignal(ctx, syscall.SIGHUP)
 	if *watch {
-		if len(ex.Args) == 0 {
+		if !ex.Builtin {
 			go func() {
 				if err := r.WatchBinary(ctx, ex.Path, 0); err != nil {
 					logger.Error("watching the executor binary", "error", err)
 				}
 			}()
 		} else {
-			logger.Warn("--watch watches a plugin binary; the built-in executor has none")
+			// A reload re-executes this program's running image, never the
+			// file at its path: a rebuilt dsh-host is not picked up, and one
+			// a command replaced is not run.
+			logger.Warn("--watch ignored: the built-in executor is this dsh-host binary, reloaded from its running image; give --executor the path of a plugin binary to watch it", "executor", ex.Name)
 		}
 	}
 
@@ -101,7 +104,11 @@ func startRuntime(ctx context.Context, mf *mountFlags, logger hclog.Logger) (*ho
 		return nil, host.Executor{}, nil, fmt.Errorf("%w: mcp mounts one executor, not %d", errUsage, len(execs))
 	}
 	ex := execs[0]
-	r, err := host.StartRuntime(ctx, host.RuntimeOptions{Options: host.Options{Executor: ex, Logger: logger}})
+	roots, err := mf.writableRoots(file)
+	if err != nil {
+		return nil, ex, nil, err
+	}
+	r, err := host.StartRuntime(ctx, host.RuntimeOptions{Options: host.Options{Executor: ex, Logger: logger, WritableRoots: roots}})
 	if err != nil {
 		return nil, ex, nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,9 @@ type mountFlags struct {
 	executors executorList
 	settings  string
 	spillDir  string
+	// workdir is where commands run: run's --workdir; empty means the
+	// current directory.
+	workdir string
 }
 
 // settingsPath is --settings, or $DSH_SETTINGS.
@@ -41,7 +45,11 @@ func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFi
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := host.Options{Logger: cliLogger()}
+	roots, err := f.writableRoots(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := host.Options{Logger: cliLogger(), WritableRoots: roots}
 	if f.spillDir != "" {
 		abs, err := filepath.Abs(f.spillDir)
 		if err == nil {
@@ -68,6 +76,30 @@ func (f *mountFlags) mount(ctx context.Context) (*host.Mounted, *host.SettingsFi
 		}
 	}
 	return m, file, nil
+}
+
+// writableRoots are the directories commands may write beneath, where no
+// executor binary may lie unless pinned: the workdir (the current directory
+// when none is given: the executor's default) and the settings file's
+// sandbox.writableRoots. Each is absolute; the host resolves their links.
+func (f *mountFlags) writableRoots(file *host.SettingsFile) ([]string, error) {
+	workdir, err := filepath.Abs(cmp.Or(f.workdir, "."))
+	if err != nil {
+		return nil, fmt.Errorf("the workdir: %w", err)
+	}
+	roots := []string{workdir}
+	if file != nil {
+		more, err := file.SandboxWritableRoots()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range more {
+			if abs, err := filepath.Abs(r); err == nil {
+				roots = append(roots, abs)
+			}
+		}
+	}
+	return roots, nil
 }
 
 // load reads the settings file (if any) and resolves the executors: the
@@ -99,8 +131,10 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 }
 
 // resolveExecutor reads an executor's name: a built-in one, a path to a
-// plugin binary, or a name in the plugin directory (checked against the
-// settings' checksum for it, when there is one).
+// plugin binary, or a name in the plugin directory, each checked against
+// the settings' checksum for it, when there is one (for a path: see
+// pathChecksum). A checksum pins the binary: the host checks it at every
+// launch, and runs the binary even where others could replace it.
 func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error) {
 	if _, ok := builtins[name]; ok {
 		return host.BuiltinExecutor(name)
@@ -109,7 +143,14 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 		if fi, err := os.Stat(name); err != nil || fi.IsDir() {
 			return host.Executor{}, fmt.Errorf("executor %s: not a plugin binary", name)
 		}
-		return host.Executor{Name: name, Path: name}, nil
+		ex := host.Executor{Name: name, Path: name}
+		if want := pathChecksum(name, file); want != "" {
+			if _, err := registry.VerifyChecksum(name, want); err != nil {
+				return host.Executor{}, err
+			}
+			ex.Checksum, _ = hexBytes(want)
+		}
+		return ex, nil
 	}
 	dir := defaultPluginDir()
 	var want string
@@ -140,4 +181,30 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 	}
 	sort.Strings(known)
 	return host.Executor{}, fmt.Errorf("executor %q: not built in (%s), not a path, not in %s", name, strings.Join(known, ", "), dir)
+}
+
+// pathChecksum is the checksum the settings require of the plugin binary at
+// path, "" for none: host.checksums keyed by the path as given, by its
+// absolute form or by its target, else by the executor's name when the file
+// is named dsh-executor-NAME.
+func pathChecksum(path string, file *host.SettingsFile) string {
+	if file == nil || len(file.Host.Checksums) == 0 {
+		return ""
+	}
+	keys := []string{path}
+	if abs, err := filepath.Abs(path); err == nil {
+		keys = append(keys, abs)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			keys = append(keys, real)
+		}
+	}
+	if name, ok := strings.CutPrefix(filepath.Base(path), registry.ExecutorPrefix); ok && name != "" {
+		keys = append(keys, name)
+	}
+	for _, k := range keys {
+		if want := file.Host.Checksums[k]; want != "" {
+			return want
+		}
+	}
+	return ""
 }

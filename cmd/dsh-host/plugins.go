@@ -81,7 +81,7 @@ func pluginsCmd(args []string) int {
 			status = exitCannot
 		}
 		path := r.ex.Path
-		if len(r.ex.Args) > 0 {
+		if r.ex.Builtin {
 			path += " (built in)"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ex.Name, orDash(version), orDash(sandbox), path, r.sum)

@@ -48,6 +48,7 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "dsh-host run: %v\n%s", err, usage)
 		return exitUsage
 	}
+	mf.workdir = *workdir
 	command := strings.Join(fs.Args(), " ")
 	if strings.TrimSpace(command) == "" {
 		fmt.Fprintf(os.Stderr, "dsh-host run: no command given\n%s", usage)

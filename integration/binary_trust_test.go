@@ -1,0 +1,253 @@
+package integration
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// No unconfined code from a writable place: dsh-host refuses to mount (or
+// watch) an executor binary that a command could replace, under the
+// workdir or a sandbox writable root, or in a directory others may write,
+// unless host.checksums pins it. These tests run the real dsh-host and its
+// real plugin; each proves that nothing it started survives (scenario).
+
+// exitRefused is dsh-host's exit status when it cannot run: 125.
+const exitRefused = 125
+
+// workspace is a fresh directory, symlinks resolved, with the bash-local
+// plugin planted at bin/dsh-executor-bash-local; it returns the directory,
+// the binary and the binary's SHA-256.
+func workspace(t *testing.T) (ws, bin, sum string) {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(bins.plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(ws, "bin", "dsh-executor-bash-local")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(data)
+	return ws, bin, hex.EncodeToString(s[:])
+}
+
+// runIn runs dsh-host with args in dir, tagged tag.
+func runIn(t *testing.T, tag, dir string, args ...string) result {
+	t.Helper()
+	p := command(t, tag, args...)
+	p.cmd.Dir = dir
+	return p.start(t).wait(t)
+}
+
+func TestAnExecutorWhereCommandsWriteIsRefused(t *testing.T) {
+	ws, bin, sum := workspace(t)
+	refusal := "executor " + bin + " lies under the sandbox writable root " + ws + ": a sandboxed command could replace it; move it or pin its checksum in host.checksums"
+
+	t.Run("run --workdir", func(t *testing.T) {
+		r := runIn(t, scenario(t), t.TempDir(), "run", "--workdir", ws, "--executor", bin, "--", "echo ran")
+		if r.code != exitRefused || !strings.Contains(r.stderr, refusal) || strings.Contains(r.stdout, "ran") {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 125 and %q", r.code, r.stdout, r.stderr, refusal)
+		}
+	})
+
+	// A binary a command already replaced: it must never run, not even
+	// once to be described.
+	t.Run("run in the workspace, a planted binary", func(t *testing.T) {
+		mark := filepath.Join(ws, "pwned")
+		evil := filepath.Join(ws, "bin", "dsh-executor-evil")
+		if err := os.WriteFile(evil, []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := runIn(t, scenario(t), ws, "run", "--executor", "bin/dsh-executor-evil", "--", "true")
+		if r.code != exitRefused || !strings.Contains(r.stderr, "executor "+evil+" lies under the sandbox writable root "+ws) {
+			t.Errorf("exit %d, stderr:\n%s\nwant 125 and a refusal naming %s", r.code, r.stderr, evil)
+		}
+		if _, err := os.Stat(mark); err == nil {
+			t.Error("the planted binary ran")
+		}
+	})
+
+	t.Run("mcp --watch in the workspace", func(t *testing.T) {
+		r := runIn(t, scenario(t), ws, "mcp", "--executor", bin, "--watch")
+		if r.code != exitRefused || !strings.Contains(r.stderr, refusal) || r.stdout != "" {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 125 and %q", r.code, r.stdout, r.stderr, refusal)
+		}
+	})
+
+	t.Run("sandbox.writableRoots", func(t *testing.T) {
+		link := filepath.Join(t.TempDir(), "ws-link")
+		if err := os.Symlink(ws, link); err != nil {
+			t.Fatal(err)
+		}
+		settings := settingsFile(t, "sandbox:\n  writableRoots: ["+link+"]\n")
+		r := runIn(t, scenario(t), t.TempDir(), "run", "--settings", settings, "--executor", bin, "--", "echo ran")
+		if want := "lies under the sandbox writable root " + ws + " (" + link + ")"; r.code != exitRefused || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, stderr:\n%s\nwant 125 and %q", r.code, r.stderr, want)
+		}
+	})
+
+	t.Run("in a directory anyone may write", func(t *testing.T) {
+		dir, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := filepath.Join(dir, "open")
+		if err := os.Mkdir(open, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(open, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(bins.plugin)
+		exe := filepath.Join(open, "dsh-executor-bash-local")
+		if err := os.WriteFile(exe, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := runIn(t, scenario(t), t.TempDir(), "run", "--executor", exe, "--", "echo ran")
+		if want := "executor " + exe + " is beneath " + open + ", a directory anyone may write (mode 0777): another user could replace it"; r.code != exitRefused || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, stderr:\n%s\nwant 125 and %q", r.code, r.stderr, want)
+		}
+	})
+
+	for name, key := range map[string]string{"pinned by its path": `"` + bin + `"`, "pinned by its name": "bash-local"} {
+		t.Run(name, func(t *testing.T) {
+			settings := settingsFile(t, "host:\n  checksums:\n    "+key+": "+sum+"\n")
+			r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", bin, "--", "echo pinned")
+			if r.code != 0 || r.stdout != "pinned\n" {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant the pinned binary to run", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+
+	t.Run("pinned to other content", func(t *testing.T) {
+		other := sha256.Sum256([]byte("another build"))
+		settings := settingsFile(t, "host:\n  checksums:\n    bash-local: "+hex.EncodeToString(other[:])+"\n")
+		r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", bin, "--", "echo ran")
+		if r.code == 0 || !strings.Contains(r.stderr, "checksum mismatch: "+bin+" is sha256:"+sum) || strings.Contains(r.stdout, "ran") {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant a checksum mismatch", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+// logBuffer collects a process's stderr while it runs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitLog waits until log has said want count times.
+func (l *logBuffer) waitLog(t *testing.T, want string, count int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); strings.Count(l.String(), want) < count; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dsh-host did not log %q %d times; stderr:\n%s", want, count, l.String())
+		}
+	}
+}
+
+// mcpIn starts dsh-host mcp with args in dir, tagged tag, and returns its
+// session and stderr; the session closes when the test ends.
+func mcpIn(t *testing.T, tag, dir string, args ...string) (*mcp.ClientSession, *exec.Cmd, *logBuffer) {
+	t.Helper()
+	cmd := exec.Command(bins.host, append([]string{"mcp"}, args...)...)
+	cmd.Env = append(os.Environ(), tagVar+"="+tag)
+	cmd.Dir = dir
+	stderr := &logBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-host-test", Version: "0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, stderr)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, cmd, stderr
+}
+
+// The attack of issue 12, with the binary pinned: a command in the
+// workspace replaces the plugin binary; --watch and SIGHUP reload it, and
+// the pin refuses the replacement each time: the old plugin keeps serving
+// and the replacement never runs.
+func TestMCPAPinnedExecutorInTheWorkspaceSurvivesItsReplacement(t *testing.T) {
+	ws, bin, sum := workspace(t)
+	settings := settingsFile(t, "host:\n  checksums:\n    bash-local: "+sum+"\n")
+	cs, cmd, stderr := mcpIn(t, scenario(t), ws, "--settings", settings, "--executor", bin, "--watch")
+	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	mark := filepath.Join(ws, "pwned")
+	replace := "printf '#!/bin/sh\\ntouch " + mark + "\\n' > bin/.next && chmod +x bin/.next && mv bin/.next bin/dsh-executor-bash-local && echo replaced"
+	if out, isErr := call(t, cs, "bash", map[string]any{"command": replace}); isErr || out != "replaced" {
+		t.Fatalf("replacing the binary: %q", out)
+	}
+	stderr.waitLog(t, "checksum mismatch", 1)
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	stderr.waitLog(t, "checksum mismatch", 2)
+	if !strings.Contains(stderr.String(), "the old executor stays") {
+		t.Errorf("the refused reloads do not say the old executor stays:\n%s", stderr)
+	}
+	if now, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != before {
+		t.Errorf("the plugin is %s, was %s: a replaced binary was swapped in", now, before)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the replacement binary ran")
+	}
+}
+
+// A binary that was safe when mounted and becomes writable by others is
+// not reloaded, by --watch or by SIGHUP: the old plugin keeps serving, and
+// the reason is logged.
+func TestMCPReloadOfABinaryThatBecameUnsafeIsRefused(t *testing.T) {
+	dir, bin, _ := workspace(t) // not the workdir: safe to mount
+	cs, cmd, stderr := mcpIn(t, scenario(t), t.TempDir(), "--executor", bin, "--watch")
+	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	if err := os.Chmod(bin, 0o757); err != nil { // the watch sees the change
+		t.Fatal(err)
+	}
+	want := "executor " + bin + " is writable by anyone (mode 0757)"
+	stderr.waitLog(t, want, 1)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "bin"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	stderr.waitLog(t, "is beneath "+filepath.Join(dir, "bin")+", a directory anyone may write", 1)
+	if now, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != before {
+		t.Errorf("the plugin is %s, was %s: an unsafe binary was reloaded", now, before)
+	}
+}

@@ -1,0 +1,126 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUnsafeBinary: an executor binary lies where someone other than its
+// owner could replace it: beneath a directory commands may write (a sandbox
+// writable root), or on a path some component of which others may write.
+// A host runs its executor unconfined, as its own user, so whoever can
+// replace the binary runs code as that user at the next launch or reload.
+var ErrUnsafeBinary = errors.New("registry: unsafe executor binary")
+
+// UnsafeBinaryError says which binary CheckBinary refused, and why.
+type UnsafeBinaryError struct {
+	// Path is the binary, symlinks resolved.
+	Path string
+	// Reason says where the danger lies: "lies under the sandbox writable
+	// root /w", "is in the directory /d, writable by others (drwxrwxrwx)".
+	Reason string
+	// Who could replace the binary: "a sandboxed command", "another user".
+	Who string
+}
+
+func (e *UnsafeBinaryError) Error() string {
+	return fmt.Sprintf("executor %s %s: %s could replace it; move it or pin its checksum in host.checksums",
+		e.Path, e.Reason, e.Who)
+}
+
+// Is makes errors.Is(err, ErrUnsafeBinary) hold.
+func (e *UnsafeBinaryError) Is(target error) bool { return target == ErrUnsafeBinary }
+
+// CheckBinary refuses, with an *UnsafeBinaryError, an executor binary that
+// could be replaced by someone other than its owner before the host runs
+// it, and returns its path with symlinks resolved (a relative path is taken
+// from the working directory). The binary is refused when:
+//
+//   - it lies beneath one of writableRoots, the directories commands may
+//     write (the workdir they run in, a sandbox's writable roots), each
+//     resolved through symlinks as far as it exists. The root "/" is not
+//     counted: a sandbox never makes the whole filesystem writable.
+//   - (on Unix) the file, or a directory on its path from / down, is
+//     writable by its group or by others, except a directory with the
+//     sticky bit (/tmp): there only an entry's owner may rename or remove
+//     it, and every entry is owned as below.
+//   - (on Unix) the file is owned by a user other than root and the
+//     caller's (effective) user, or a directory on its path by a user
+//     other than root and the binary's owner.
+//   - (on Unix) the file has more than one hard link and the host's user
+//     could write it: its other names, which no check sees, may lie in a
+//     writable root.
+//
+// The caller launches the path it returns, not the one it gave: a link
+// on the way could be repointed; the resolved path, every component of
+// which passed the check, cannot be.
+func CheckBinary(path string, writableRoots []string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("registry: executor %s: %w", path, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("registry: executor %s: %w", path, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("registry: executor %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("registry: executor %s: not a regular file", real)
+	}
+	for _, root := range writableRoots {
+		if root == "" {
+			continue
+		}
+		r := resolveExisting(root)
+		if r == string(filepath.Separator) || filepath.Dir(r) == r {
+			continue // the filesystem's root: see above
+		}
+		if within(real, r) {
+			reason := "lies under the sandbox writable root " + r
+			if filepath.Clean(root) != r {
+				reason += " (" + root + ")"
+			}
+			return "", &UnsafeBinaryError{Path: real, Reason: reason, Who: "a sandboxed command"}
+		}
+	}
+	if err := checkOwnership(real); err != nil {
+		return "", err
+	}
+	return real, nil
+}
+
+// within reports whether path is dir or lies beneath it; both are clean
+// and absolute.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && !filepath.IsAbs(rel) && rel != ".." &&
+		!strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolveExisting is path, absolute, with the symlinks of its longest
+// existing prefix resolved: a root that does not exist yet is still
+// compared where it would be.
+func resolveExisting(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	rest := ""
+	for dir := abs; ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
