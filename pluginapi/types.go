@@ -48,6 +48,10 @@ type Description struct {
 	// SettingsSchema is a JSON Schema document for the executor's settings.
 	SettingsSchema string   `json:"settingsSchema,omitempty"`
 	Services       []string `json:"services"`
+	// Uncontained says what a confined command can still reach, for a
+	// sandboxing executor: the classes its sandbox does not close, so that
+	// nobody assumes a protection it does not have.
+	Uncontained []string `json:"uncontained,omitempty"`
 }
 
 // ExecRequest is what a caller asks for. Zero fields take the executor's

@@ -1,8 +1,9 @@
 // Package bashsandbox is the sandboxing bash executor: bash-local's
-// mechanics (localexec), with every command started by a spawner confined
-// by Landlock, seccomp and no_new_privs (package confine). Describe reports
-// its default mode; a request may ask for another (danger-full-access once
-// an escalation was approved). Where the kernel cannot enforce a mode,
+// mechanics (localexec), with every command run in namespaces of its own
+// and confined by Landlock, seccomp and no_new_privs (package confine).
+// Describe reports its default mode and what it does not contain; a
+// request may ask for another mode (danger-full-access once an escalation
+// was approved). Where the kernel cannot enforce a mode,
 // nothing runs, and the result says why; a run the sandbox likely refused
 // something in says so, with the evidence.
 package bashsandbox
@@ -13,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -118,12 +120,16 @@ type Executor struct {
 // network). Its spawners are this process's binary run again: the binary's
 // main must run confine.HelperMain when confine.IsHelper says so.
 func New(policy SandboxPolicy) (*Executor, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("bash-sandbox: finding its own binary: %w", err)
-	}
-	// Spawners run this very file, opened now: whatever a command later
+	// Spawners run this very image, opened now (on Linux the running one,
+	// whatever has since been put at its path): whatever a command later
 	// puts at its path (it may lie beneath a writable root) is not run.
+	exe := "/proc/self/exe"
+	if runtime.GOOS != "linux" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("bash-sandbox: finding its own binary: %w", err)
+		}
+	}
 	self, err := os.Open(exe)
 	if err != nil {
 		return nil, fmt.Errorf("bash-sandbox: opening its own binary: %w", err)

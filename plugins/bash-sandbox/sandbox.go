@@ -95,6 +95,8 @@ func (s *sandbox) DefaultMode() pluginapi.SandboxMode {
 
 func (s *sandbox) Modes() []pluginapi.SandboxMode { return confine.Modes }
 
+func (s *sandbox) Uncontained() []string { return confine.Uncontained }
+
 // Confine returns the spawner of spec's policy, starting it when there is
 // none (or the last one died).
 func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error) {

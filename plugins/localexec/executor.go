@@ -76,8 +76,9 @@ func New(cfg Config) *Executor {
 // Describe reports the executor's name, version, platform and settings.
 func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) {
 	var mode pluginapi.SandboxMode
+	var uncontained []string
 	if e.cfg.Sandbox != nil {
-		mode = e.cfg.Sandbox.DefaultMode()
+		mode, uncontained = e.cfg.Sandbox.DefaultMode(), e.cfg.Sandbox.Uncontained()
 	}
 	return pluginapi.Description{
 		SandboxMode:       mode,
@@ -87,6 +88,7 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 		SettingsNamespace: pluginapi.SettingsNamespace,
 		SettingsSchema:    e.cfg.SettingsSchema,
 		Services:          []string{pluginapi.ServiceShell},
+		Uncontained:       uncontained,
 	}, nil
 }
 

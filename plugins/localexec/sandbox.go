@@ -13,6 +13,9 @@ type Sandbox interface {
 	DefaultMode() pluginapi.SandboxMode
 	// Modes are the modes a request may ask for.
 	Modes() []pluginapi.SandboxMode
+	// Uncontained says what a confined command can still reach (Describe
+	// reports it). It must answer at once, without locks a start holds.
+	Uncontained() []string
 	// Confine returns the launcher that starts a command resolved to spec
 	// (spec.SandboxMode is set) in its confinement, the confinements in
 	// force, and environment entries the command needs (a private TMPDIR).

@@ -1,7 +1,12 @@
 // Package confine is bash-sandbox's confinement: a Policy (mode, writable
-// roots, network) applied to a process with Landlock, seccomp and
-// no_new_privs, and the confined spawner that starts commands under it.
-// Apply runs only in the spawner, a re-execution of the plugin binary
-// (HelperMain), never in the plugin process itself. Where the kernel cannot
-// enforce a policy, nothing runs: the error says what was missing.
+// roots, network, limits), and the spawner that starts commands under it.
+// The spawner, a re-execution of the plugin binary (HelperMain) in a mount
+// namespace of its own, makes the mounts read-only but for the roots, gives
+// /dev only harmless nodes, mounts the private TMPDIR, and prepares the
+// Landlock ruleset and seccomp programs. Each command then runs in new PID,
+// IPC and mount namespaces under an init of its own (runinit_linux.c),
+// which kills whatever the command leaves once its shell ends; the command
+// drops every capability and enforces the ruleset and programs before it
+// executes. The plugin process itself is never confined. Where the kernel
+// cannot enforce a policy, nothing runs: the error says what was missing.
 package confine

@@ -77,6 +77,21 @@ func (p Policy) writable() []string {
 	return out
 }
 
+// Uncontained is what a command confined by this package can still reach,
+// in read-only and workspace-write: the kernel offers no means to close
+// it, or closing it would stop ordinary commands.
+var Uncontained = []string{
+	"reads: every file the host's user can read, outside and inside the roots (only writes are confined)",
+	"/sys: the host's, read-only (hardware, kernel and network interface facts)",
+	"the kernel itself: system calls the seccomp filter allows reach the host's kernel (a kernel bug is an escape)",
+	"disk: writes beneath the workdir and writable roots are bounded only by the disk (TMPDIR is a size-capped tmpfs)",
+	"cpu time: not limited beyond the run's timeout",
+	"TMPDIR: shared by the runs of one policy (mode and roots) while its spawner lives",
+	"processes: without a pids control group (not root, or cgroup v2 only), the limit is RLIMIT_NPROC over the user's processes in the spawner's user namespace",
+	"memory: not limited where no memory controller is available to the plugin",
+	"network: with sandbox.network true, every TCP and UDP destination the host reaches (unix sockets stay refused)",
+}
+
 // deviceFiles are written by ordinary commands (`> /dev/null`) and are
 // writable in every mode.
 var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/urandom", "/dev/random"}

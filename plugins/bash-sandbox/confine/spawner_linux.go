@@ -228,9 +228,9 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	if s.limits.Processes > 0 && (s.groups == nil || s.groups.bases["pids"] == "") {
 		req.Nproc = s.limits.Processes
 	}
-	started := false
+	running := false
 	defer func() {
-		if !started {
+		if !running {
 			s.groups.remove(groupDirs)
 		}
 	}()
@@ -244,41 +244,49 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
 		return nil, s.gonErr()
 	}
-	timer := time.NewTimer(replyDeadline)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		s.forget(id)
-		s.fail(fmt.Errorf("%w: it did not answer within %s; it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
-		select { // a reply that came all the same holds a pidfd
-		case st := <-ch:
-			if st.pidfd >= 0 {
-				unix.Close(st.pidfd)
+	deadline := time.Now().Add(replyDeadline)
+	tick := time.NewTicker(reportGrace)
+	defer tick.Stop()
+	var st started
+	for waiting := true; waiting; {
+		select {
+		case <-tick.C:
+			if time.Now().Before(deadline) && !stopped(s.proc.Pid) {
+				continue
 			}
-		default:
-		}
-		return nil, s.gonErr()
-	case st := <-ch:
-		r := st.reply
-		if r.Pid == 0 {
-			if r.Errno != 0 {
-				return nil, &os.PathError{Op: r.Op, Path: l.Argv[0], Err: syscall.Errno(r.Errno)}
+			s.forget(id)
+			s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or gave no answer in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
+			select { // a reply that came all the same holds a pidfd
+			case st := <-ch:
+				if st.pidfd >= 0 {
+					unix.Close(st.pidfd)
+				}
+			default:
 			}
-			return nil, fmt.Errorf("sandbox spawner: %s: %s", r.Op, r.Error)
-		}
-		started = true
-		return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd, groups: groupDirs}, nil
-	case <-s.gone:
-		s.forget(id)
-		select { // a reply that came all the same holds a pidfd
-		case st := <-ch:
-			if st.pidfd >= 0 {
-				unix.Close(st.pidfd)
+			return nil, s.gonErr()
+		case st = <-ch:
+			waiting = false
+		case <-s.gone:
+			s.forget(id)
+			select { // a reply that came all the same holds a pidfd
+			case st := <-ch:
+				if st.pidfd >= 0 {
+					unix.Close(st.pidfd)
+				}
+			default:
 			}
-		default:
+			return nil, s.gonErr()
 		}
-		return nil, s.gonErr()
 	}
+	r := st.reply
+	if r.Pid == 0 {
+		if r.Errno != 0 {
+			return nil, &os.PathError{Op: r.Op, Path: l.Argv[0], Err: syscall.Errno(r.Errno)}
+		}
+		return nil, fmt.Errorf("sandbox spawner: %s", r.Error)
+	}
+	running = true
+	return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd, groups: groupDirs}, nil
 }
 
 // replyDeadline bounds every exchange with a spawner: taking a request, and

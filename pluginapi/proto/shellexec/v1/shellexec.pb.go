@@ -127,8 +127,11 @@ type DescribeResponse struct {
 	// A JSON Schema document for the executor's settings.
 	SettingsSchema string   `protobuf:"bytes,6,opt,name=settings_schema,json=settingsSchema,proto3" json:"settings_schema,omitempty"`
 	Services       []string `protobuf:"bytes,7,rep,name=services,proto3" json:"services,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What a confined command can still reach: the classes the sandbox does
+	// not close (the kernel offers no means, or the policy allows them).
+	Uncontained   []string `protobuf:"bytes,8,rep,name=uncontained,proto3" json:"uncontained,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -206,6 +209,13 @@ func (x *DescribeResponse) GetSettingsSchema() string {
 func (x *DescribeResponse) GetServices() []string {
 	if x != nil {
 		return x.Services
+	}
+	return nil
+}
+
+func (x *DescribeResponse) GetUncontained() []string {
+	if x != nil {
+		return x.Uncontained
 	}
 	return nil
 }
@@ -1859,7 +1869,7 @@ var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\n" +
 	"\x1cshellexec/v1/shellexec.proto\x12\x10dsh.shellexec.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\xf3\x01\n" +
+	"\x0fDescribeRequest\"\x95\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
@@ -1867,7 +1877,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\fsandbox_mode\x18\x04 \x01(\tR\vsandboxMode\x12-\n" +
 	"\x12settings_namespace\x18\x05 \x01(\tR\x11settingsNamespace\x12'\n" +
 	"\x0fsettings_schema\x18\x06 \x01(\tR\x0esettingsSchema\x12\x1a\n" +
-	"\bservices\x18\a \x03(\tR\bservices\"\xde\x03\n" +
+	"\bservices\x18\a \x03(\tR\bservices\x12 \n" +
+	"\vuncontained\x18\b \x03(\tR\vuncontained\"\xde\x03\n" +
 	"\vExecRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x18\n" +
 	"\aworkdir\x18\x02 \x01(\fR\aworkdir\x12\x1d\n" +
