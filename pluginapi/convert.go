@@ -81,7 +81,7 @@ func sandboxToProto(s *SandboxFacts) *pb.SandboxFacts {
 	return &pb.SandboxFacts{
 		Mode: string(s.Mode), Enforced: s.Enforced, LikelyDenial: s.LikelyDenial,
 		Evidence: linesToProto(s.Evidence), RunnerFailure: s.RunnerFailure,
-		WritableRoots: linesToProto(s.WritableRoots), Limits: s.Limits, Interrupted: s.Interrupted,
+		WritableRoots: linesToProto(s.WritableRoots), Limits: s.Limits, LimitsReached: s.LimitsReached, Interrupted: s.Interrupted,
 	}
 }
 
@@ -92,7 +92,7 @@ func sandboxFromProto(p *pb.SandboxFacts) *SandboxFacts {
 	return &SandboxFacts{
 		Mode: SandboxMode(p.GetMode()), Enforced: p.GetEnforced(), LikelyDenial: p.GetLikelyDenial(),
 		Evidence: linesFromProto(p.GetEvidence()), RunnerFailure: p.GetRunnerFailure(),
-		WritableRoots: linesFromProto(p.GetWritableRoots()), Limits: p.GetLimits(), Interrupted: p.GetInterrupted(),
+		WritableRoots: linesFromProto(p.GetWritableRoots()), Limits: p.GetLimits(), LimitsReached: p.GetLimitsReached(), Interrupted: p.GetInterrupted(),
 	}
 }
 

@@ -133,6 +133,9 @@ type SandboxFacts struct {
 	// Limits are the resource limits in force ("processes 2048 (pids
 	// cgroup)").
 	Limits []string `json:"limits,omitempty"`
+	// LimitsReached says which of those limits the run ran into ("processes:
+	// the limit refused 12 forks").
+	LimitsReached []string `json:"limitsReached,omitempty"`
 	// Interrupted says why the run ended without its exit being known: the
 	// sandbox lost it (its spawner died or stopped answering). Whatever
 	// the command was doing, it is over.

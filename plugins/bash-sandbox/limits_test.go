@@ -53,6 +53,9 @@ func TestForkBombIsBounded(t *testing.T) {
 	if res.Sandbox == nil || !strings.Contains(strings.Join(res.Sandbox.Limits, ";"), "processes 64") {
 		t.Errorf("facts do not show the process limit: %+v", res.Sandbox)
 	}
+	if !strings.Contains(res.Stderr.Text, "fork") {
+		t.Errorf("the bomb never ran into the limit: stderr %q", res.Stderr.Text)
+	}
 	// The machine forks still, at once.
 	start := time.Now()
 	if out, err := exec.Command("true").CombinedOutput(); err != nil {

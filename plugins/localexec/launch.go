@@ -33,7 +33,8 @@ type Launcher interface {
 // process (a sandbox's spawner starts them): the reaper neither waits for
 // nor adopts them, and their start holds none of its locks. A Started of
 // such a launcher may count what it killed once the shell ended, with a
-// method Leftovers() int.
+// method Leftovers() int, and say which limits the command ran into, with
+// LimitsReached() []string.
 type ElsewhereLauncher interface {
 	Launcher
 	StartsElsewhere()

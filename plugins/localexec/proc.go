@@ -30,6 +30,9 @@ type proc struct {
 	// leftovers counts what the command left running when its shell exited,
 	// killed by wait.
 	leftovers int
+	// limitsReached says which of its sandbox's limits the command ran
+	// into, as its launcher tells.
+	limitsReached []string
 
 	pipes   []*os.File // the read ends of stdout and stderr
 	readers sync.WaitGroup
@@ -177,6 +180,9 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	p.leftovers = p.group.killLeftovers(p.reaper, p.tag)
 	if c, ok := p.child.(interface{ Leftovers() int }); ok {
 		p.leftovers += c.Leftovers()
+	}
+	if c, ok := p.child.(interface{ LimitsReached() []string }); ok {
+		p.limitsReached = c.LimitsReached()
 	}
 	defer p.group.release()
 

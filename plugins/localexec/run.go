@@ -83,6 +83,7 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	res.LeftoversKilled = p.leftovers
 	if facts != nil {
 		res.Sandbox = facts
+		facts.LimitsReached = p.limitsReached
 		if werr != nil {
 			// The sandbox lost the command (its spawner died or stopped
 			// answering): whatever it was doing, it is over.

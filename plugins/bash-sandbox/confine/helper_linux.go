@@ -101,8 +101,9 @@ func setUpSpawner(p Policy) (*confinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Starting a run takes new namespaces and a /proc (CAP_SYS_ADMIN), and
-	// the command's drop of its bounding set (CAP_SETPCAP).
+	// Starting a run takes new namespaces, a /proc and the namespace's
+	// pid_max (CAP_SYS_ADMIN), and the command's drop of its bounding set
+	// (CAP_SETPCAP).
 	if err := dropCapabilitiesBut(unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP); err != nil {
 		unix.Close(conf.landlock)
 		return nil, unenforceable(err)
@@ -150,6 +151,8 @@ type runSpec struct {
 	cgroups    []int
 	cloneflags uintptr
 	mountProc  bool
+	// processes bounds the run's PID namespace (0: no bound there).
+	processes int
 }
 
 type rlimit struct {
@@ -192,6 +195,7 @@ func (s *spawnerState) start(req request, fds []int) {
 		stdio: [3]int{fds[0], fds[1], fds[2]}, ctl: ctl[1], landlock: s.conf.landlock, filters: s.conf.filters,
 		cgroups:    fds[3:],
 		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true,
+		processes: req.PidMax,
 	}
 	if n := req.Nproc; n > 0 {
 		spec.rlimits = append(spec.rlimits, rlimit{unix.RLIMIT_NPROC, uint64(n), uint64(n)})
@@ -265,12 +269,14 @@ func (s *spawnerState) watch(id, init, ctl int) {
 		_ = unix.Kill(init, unix.SIGKILL)
 	}
 	m, _, err = readInitMsg(ctl, 0)
-	done()
 	r := reply{Exited: pid, Status: int(m.a), Leftovers: int(m.b)}
 	if err != nil || m.kind != msgExited {
 		r = reply{Exited: pid, Status: -1, Lost: "the run's init was killed before it reported the command's end"}
 	}
+	// The init has killed and reaped everything of the run: the report
+	// goes now, before the namespaces' teardown as the init exits.
 	_ = s.send(r)
+	done()
 }
 
 // killAll kills every run's init, and with each everything in its

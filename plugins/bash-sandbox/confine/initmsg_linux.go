@@ -36,6 +36,7 @@ var opNames = map[int32]string{
 	6: "confining the command",
 	7: "executing the shell",
 	8: "giving the command its standard files",
+	9: "limiting the run's processes",
 }
 
 // initMsg is struct dsh_msg.

@@ -89,9 +89,11 @@ func startRun(r *runSpec) (int, error) {
 		run.cgroups, run.ncgroups = &cs[0], C.int(n)
 	}
 	run.cloneflags = C.ulong(r.cloneflags)
+
 	if r.mountProc {
 		run.mount_proc = 1
 	}
+	run.processes = C.long(r.processes)
 	pid := int(C.dsh_start_run(run))
 	if pid < 0 {
 		return 0, syscall.Errno(-pid)

@@ -157,6 +157,50 @@ static int keep_only(const int *keep, int n) {
 
 #define COMMAND_STACK (256 * 1024)
 
+// RESERVED_PIDS is the kernel's: once a PID namespace's numbers wrap, they
+// start again above it.
+#define RESERVED_PIDS 300
+
+// write_file writes s to path, whole.
+static int write_file(const char *path, const char *s) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(s);
+	ssize_t w = write(fd, s, n);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+// put_uint writes v in decimal at p, NUL-terminated (no printf in a forked
+// copy of a Go process).
+static void put_uint(char *p, unsigned long v) {
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	*p = 0;
+}
+
+// limit_pids bounds the run's PID namespace (pid_max is one of its own
+// since Linux 6.14) to n processes and threads: its numbers start above
+// RESERVED_PIDS, where they would start again once they wrapped, and end n
+// later.
+static int limit_pids(long n) {
+	char v[24];
+	put_uint(v, (unsigned long)(RESERVED_PIDS + n));
+	if (write_file("/proc/sys/kernel/pid_max", v) < 0)
+		return -1;
+	put_uint(v, RESERVED_PIDS - 1);
+	return write_file("/proc/sys/kernel/ns_last_pid", v);
+}
+
 static void init_main(struct dsh_run *r) {
 	// Every signal stays blocked (the clone happened with all blocked):
 	// the handlers are the Go runtime's, which must never run here. As a
@@ -198,10 +242,20 @@ static void init_main(struct dsh_run *r) {
 		}
 		close(r->cgroups[i]);
 	}
-	if (r->mount_proc &&
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL) < 0) {
-		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
-		_exit(0);
+	if (r->mount_proc) {
+		// Writable until the run's pid_max is set.
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
+			_exit(0);
+		}
+		if (r->processes > 0 && limit_pids(r->processes) < 0) {
+			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_LIMITS, -1);
+			_exit(0);
+		}
+		if (mount(NULL, "/proc", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
+			_exit(0);
+		}
 	}
 
 	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE,
@@ -251,7 +305,10 @@ static void init_main(struct dsh_run *r) {
 		if (got == shell) {
 			status = st;
 			ended = 1;
-			kill(-1, SIGKILL);
+			// Everything in the namespace; never run outside one, where
+			// -1 would be every process of the user.
+			if (getpid() == 1)
+				kill(-1, SIGKILL);
 		} else if (ended) {
 			leftovers++;
 		}

@@ -25,6 +25,7 @@ enum {
 	DSH_OP_CONFINE = 6, // capabilities, no_new_privs, Landlock, seccomp, limits
 	DSH_OP_EXEC = 7,    // executing the shell
 	DSH_OP_STDIO = 8,   // the command's standard files
+	DSH_OP_LIMITS = 9,  // the run's process limit (its PID namespace's pid_max)
 };
 
 // One message: kind, then two values (errno and op; or wait status and
@@ -63,6 +64,7 @@ struct dsh_run {
 	int ncgroups;
 	unsigned long cloneflags; // the namespaces of the run
 	int mount_proc; // mount a /proc of the run's PID namespace
+	long processes; // the run's process limit (its pid_max), or 0
 };
 
 // dsh_start_run starts the run's init and returns its pid, or -errno.

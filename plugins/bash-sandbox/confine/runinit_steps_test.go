@@ -37,7 +37,7 @@ const stepDeadline = 10 * time.Second
 // started through startRun and waited for, with no namespaces, then with
 // a new PID namespace, + IPC, + mount, + the run's /proc, + the
 // confinement (Landlock and seccomp), + the pids and memory control
-// groups (made and removed around each run, as the spawner does). Every
+// groups (taken from and given back to the spawner's pool, as it does). Every
 // variant drops capabilities and sets no_new_privs: the command's side of
 // runinit_linux.c does that unconditionally.
 //
@@ -151,9 +151,9 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 	} else {
 		defer unix.Close(conf.landlock)
 	}
-	groups := newRunGroups(Limits{Processes: 2048, MemoryBytes: 1 << 30})
+	groups := newRunGroups(Limits{MemoryBytes: 1 << 30})
 	if groups == nil {
-		skip("cgroups", "no cgroup v1 hierarchy of the pids or memory controller this process may make groups in")
+		skip("cgroups", "no cgroup v1 memory hierarchy this process may make groups in")
 	} else {
 		defer groups.close()
 	}
@@ -168,16 +168,16 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 		if v.confine {
 			spec.landlock, spec.filters = conf.landlock, conf.filters
 		}
-		var dirs []string
+		var group *runGroup
 		if v.cgroups {
 			var err error
-			if spec.cgroups, dirs, err = groups.make(); err != nil {
+			if group, err = groups.take(); err != nil {
 				return 0, err
 			}
+			spec.cgroups = []int{group.procs}
 		}
 		err := startAndWait(spec)
-		closeAll(spec.cgroups)
-		groups.remove(dirs) // empty: the init is reaped
+		groups.give(group) // kept for the next run, as the spawner does
 		return time.Since(began), err
 	}
 
@@ -200,6 +200,7 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 	if _, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); err != unix.ECHILD {
 		t.Errorf("a child is left after the runs (wait4: %v)", err)
 	}
+	groups.close() // its kept groups' descriptors too
 	if after := openFDs(t); after != fdsBefore {
 		t.Errorf("%d descriptors open after the runs, %d before", after, fdsBefore)
 	}

@@ -218,20 +218,28 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 			fds = append(fds, int(f.Fd()))
 		}
 	}
-	groupFDs, groupDirs, err := s.groups.make()
+	group, err := s.groups.take()
 	if err != nil {
 		s.forget(id)
 		return nil, err
 	}
-	defer closeAll(groupFDs)
-	req := request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil, Cgroups: len(groupFDs)}
-	if s.limits.Processes > 0 && (s.groups == nil || s.groups.bases["pids"] == "") {
-		req.Nproc = s.limits.Processes
+	var groupFDs []int
+	if group != nil {
+		groupFDs = []int{group.procs}
+	}
+	req := request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil,
+		Cgroups: len(groupFDs)}
+	if s.limits.Processes > 0 {
+		if perNamespacePidMax() {
+			req.PidMax = s.limits.Processes
+		} else {
+			req.Nproc = s.limits.Processes
+		}
 	}
 	running := false
 	defer func() {
 		if !running {
-			s.groups.remove(groupDirs)
+			s.groups.give(group)
 		}
 	}()
 	s.wmu.Lock()
@@ -286,7 +294,7 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 		return nil, fmt.Errorf("sandbox spawner: %s", r.Error)
 	}
 	running = true
-	return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd, groups: groupDirs}, nil
+	return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd, group: group}, nil
 }
 
 // replyDeadline bounds every exchange with a spawner: taking a request, and
@@ -369,8 +377,12 @@ type spawned struct {
 	exit      chan reply
 	pidfd     int
 	leftovers int
-	groups    []string // the run's control groups
+	group     *runGroup // the run's control groups
+	reached   []string
 }
+
+// LimitsReached says which of the run's limits its processes ran into.
+func (p *spawned) LimitsReached() []string { return p.reached }
 
 func (p *spawned) Pid() int { return p.pid }
 
@@ -402,7 +414,7 @@ func stopped(pid int) bool {
 // seen gone and no report comes (the spawner is stopped or wedged), the
 // exit status is unknown, and the spawner is killed.
 func (p *spawned) Wait() (syscall.WaitStatus, error) {
-	defer p.s.groups.remove(p.groups) // empty by now: the init is reaped
+	defer func() { p.reached = p.s.groups.give(p.group) }()
 	status := func(r reply) (syscall.WaitStatus, error) {
 		p.leftovers = r.Leftovers
 		switch {

@@ -39,8 +39,12 @@ type request struct {
 	// Cgroups counts the files after the standard ones: cgroup.procs files
 	// of the run's control groups, for its init to join.
 	Cgroups int `json:"cgroups,omitempty"`
+	// PidMax, when not 0, bounds the run's PID namespace to that many
+	// processes and threads (Linux 6.14 and later).
+	PidMax int `json:"pidMax,omitempty"`
 	// Nproc, when not 0, is the command's RLIMIT_NPROC: the process limit
-	// where no pids control group could be made.
+	// where PidMax is not (it counts all the user's processes in the
+	// spawner's user namespace, and spares root).
 	Nproc int `json:"nproc,omitempty"`
 }
 

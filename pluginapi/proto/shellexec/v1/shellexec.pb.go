@@ -955,7 +955,9 @@ type SandboxFacts struct {
 	// The resource limits in force, as "name value (mechanism)".
 	Limits []string `protobuf:"bytes,7,rep,name=limits,proto3" json:"limits,omitempty"`
 	// Why the run ended without its exit being known: the sandbox lost it.
-	Interrupted   string `protobuf:"bytes,8,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	Interrupted string `protobuf:"bytes,8,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	// Which of the limits the run ran into.
+	LimitsReached []string `protobuf:"bytes,9,rep,name=limits_reached,json=limitsReached,proto3" json:"limits_reached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1044,6 +1046,13 @@ func (x *SandboxFacts) GetInterrupted() string {
 		return x.Interrupted
 	}
 	return ""
+}
+
+func (x *SandboxFacts) GetLimitsReached() []string {
+	if x != nil {
+		return x.LimitsReached
+	}
+	return nil
 }
 
 type RunResult struct {
@@ -1945,7 +1954,7 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"spill_path\x18\x04 \x01(\tR\tspillPath\x12'\n" +
 	"\x0fspill_truncated\x18\x05 \x01(\bR\x0espillTruncated\x12\x1f\n" +
 	"\vspill_error\x18\x06 \x01(\tR\n" +
-	"spillError\"\x87\x02\n" +
+	"spillError\"\xae\x02\n" +
 	"\fSandboxFacts\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1a\n" +
 	"\benforced\x18\x02 \x03(\tR\benforced\x12#\n" +
@@ -1954,7 +1963,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0erunner_failure\x18\x05 \x01(\tR\rrunnerFailure\x12%\n" +
 	"\x0ewritable_roots\x18\x06 \x03(\fR\rwritableRoots\x12\x16\n" +
 	"\x06limits\x18\a \x03(\tR\x06limits\x12 \n" +
-	"\vinterrupted\x18\b \x01(\tR\vinterrupted\"\xc8\x03\n" +
+	"\vinterrupted\x18\b \x01(\tR\vinterrupted\x12%\n" +
+	"\x0elimits_reached\x18\t \x03(\tR\rlimitsReached\"\xc8\x03\n" +
 	"\tRunResult\x12 \n" +
 	"\texit_code\x18\x01 \x01(\x03H\x00R\bexitCode\x88\x01\x01\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\tR\x06signal\x12\x1b\n" +
