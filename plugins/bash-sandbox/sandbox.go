@@ -147,6 +147,24 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		Limits:        s.policy.Limits.limits(),
 	}
 	key := p.Key()
+	sp, err := s.spawnerLocked(p)
+	if err != nil {
+		return localexec.Confinement{}, err
+	}
+	s.touch(key)
+	writable := []string{s.scratch}
+	if p.Mode == pluginapi.SandboxWorkspaceWrite {
+		writable = append(slices.Clone(roots), s.scratch)
+		s.grant(roots)
+	}
+	return localexec.Confinement{Launcher: &launcher{s: s, p: p, sp: sp}, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": s.scratch},
+		WritableRoots: writable, Limits: sp.Limits}, nil
+}
+
+// spawnerLocked returns the spawner of p, starting one when there is none
+// (or the last one is gone); s.mu is held.
+func (s *sandbox) spawnerLocked(p confine.Policy) (*confine.Spawner, error) {
+	key := p.Key()
 	sp := s.spawners[key]
 	if sp != nil {
 		select {
@@ -160,18 +178,41 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		var err error
 		if sp, err = confine.StartSpawner(fmt.Sprintf("/proc/self/fd/%d", s.self.Fd()), p); err != nil {
 			delete(s.spawners, key)
-			return localexec.Confinement{}, err
+			return nil, err
 		}
 		s.spawners[key] = sp
 	}
-	s.touch(key)
-	writable := []string{s.scratch}
-	if p.Mode == pluginapi.SandboxWorkspaceWrite {
-		writable = append(slices.Clone(roots), s.scratch)
-		s.grant(roots)
+	return sp, nil
+}
+
+// launcher starts a command through the spawner of its policy; when that
+// spawner turns out gone (killed, or found stopped and killed) before the
+// command started, it starts it once more through a new one.
+type launcher struct {
+	s  *sandbox
+	p  confine.Policy
+	sp *confine.Spawner
+}
+
+// StartsElsewhere: the commands are their runs' inits' children.
+func (l *launcher) StartsElsewhere() {}
+
+func (l *launcher) Start(launch localexec.Launch) (localexec.Started, error) {
+	st, err := l.sp.Start(launch)
+	if err == nil || !errors.Is(err, confine.ErrSpawnerGone) {
+		return st, err
 	}
-	return localexec.Confinement{Launcher: sp, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": s.scratch},
-		WritableRoots: writable, Limits: sp.Limits}, nil
+	l.s.mu.Lock()
+	if l.s.closed {
+		l.s.mu.Unlock()
+		return nil, err
+	}
+	sp, serr := l.s.spawnerLocked(l.p)
+	l.s.mu.Unlock()
+	if serr != nil {
+		return nil, fmt.Errorf("%w; a new one did not start: %v", err, serr)
+	}
+	return sp.Start(launch)
 }
 
 // maxGranted bounds the roots remembered as granted.

@@ -3,12 +3,12 @@
 package confine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
 	"runtime"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +50,9 @@ func HelperMain() int {
 	c := conn.(*net.UnixConn)
 	p, err := decodePolicy([]byte(os.Getenv(policyVar)))
 	os.Unsetenv(policyVar)
-	forks := newForker()
+	// Runs start on this thread, which lives as long as the process: an
+	// init dies when the thread that started it does (PR_SET_PDEATHSIG).
+	runtime.LockOSThread()
 	var conf *confinement
 	if err == nil {
 		conf, err = setUpSpawner(p)
@@ -59,10 +61,11 @@ func HelperMain() int {
 		_ = writeFrame(c, reply{Failure: err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, conf: conf, fork: forks.start, inits: map[int]bool{}}
-	if err := s.send(reply{Ready: true, Enforced: conf.enforced}); err != nil {
+	s := &spawnerState{c: c, conf: conf, inits: map[int]bool{}, born: make(chan struct{}, 1)}
+	if err := writeFrame(c, reply{Ready: true, Enforced: conf.enforced}); err != nil {
 		return 1
 	}
+	go s.reap()
 	for {
 		var req request
 		fds, err := readFrame(c, &req)
@@ -121,21 +124,16 @@ func setUpSpawner(p Policy) (*confinement, error) {
 	return conf, nil
 }
 
-// spawnerState is the spawner's side: one writer at a time, and the inits
-// of the runs still going.
+// spawnerState is the spawner's side: its connection, the confinement of
+// its commands, and the inits of the runs still going.
 type spawnerState struct {
-	c     *net.UnixConn
-	conf  *confinement
-	fork  func(*runSpec) (int, error)
-	wmu   sync.Mutex
-	mu    sync.Mutex
+	c    *net.UnixConn
+	conf *confinement
+	mu   sync.Mutex
+	// inits are the runs' inits not yet reaped.
 	inits map[int]bool
-}
-
-func (s *spawnerState) send(r reply, fds ...int) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return writeFrame(s.c, r, fds...)
+	// born wakes the reaper when an init starts.
+	born chan struct{}
 }
 
 // runSpec is one run as the init takes it (runinit_linux.h).
@@ -160,40 +158,37 @@ type rlimit struct {
 	cur, max uint64
 }
 
-// startDeadline bounds a run's start: its init's setup, and the command's
-// confinement and exec.
-const startDeadline = 10 * time.Second
-
+// start starts one run: the request's files are the command's standard
+// files (stdin only when the request says so), the socket to the plugin
+// for the run's init, and the run's control groups. A run that cannot
+// start says why on that socket.
 func (s *spawnerState) start(req request, fds []int) {
-	want := 2 + req.Cgroups
+	defer func() { closeAll(fds) }()
+	want := 3 + req.Cgroups
 	if req.Stdin {
 		want++
 	}
-	if req.Cgroups < 0 || len(fds) != want || len(req.Argv) == 0 {
-		closeAll(fds)
-		_ = s.send(reply{ID: req.ID, Error: fmt.Sprintf("a request with %d files and %d arguments", len(fds), len(req.Argv))})
+	if req.Cgroups < 0 || len(fds) != want {
+		return // no telling which is the socket: closing them all tells
+	}
+	ctl := fds[want-1-req.Cgroups]
+	if len(req.Argv) == 0 {
+		failOn(ctl, unix.EINVAL, opSpawner)
 		return
 	}
 	if !req.Stdin {
 		null, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			closeAll(fds)
-			_ = s.send(reply{ID: req.ID, Error: err.Error(), Op: "open"})
+			failOn(ctl, err, opSpawner)
 			return
 		}
 		fds = append([]int{null}, fds...)
 	}
-	defer closeAll(fds)
-	ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		_ = s.send(reply{ID: req.ID, Error: err.Error(), Op: "socketpair"})
-		return
-	}
 	argv := fromBytes(req.Argv)
 	spec := &runSpec{
 		path: argv[0], argv: argv, env: fromBytes(req.Env), dir: string(req.Dir),
-		stdio: [3]int{fds[0], fds[1], fds[2]}, ctl: ctl[1], landlock: s.conf.landlock, filters: s.conf.filters,
-		cgroups:    fds[3:],
+		stdio: [3]int{fds[0], fds[1], fds[2]}, ctl: ctl, landlock: s.conf.landlock, filters: s.conf.filters,
+		cgroups:    fds[4:],
 		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true,
 		processes: req.PidMax,
 	}
@@ -201,82 +196,54 @@ func (s *spawnerState) start(req request, fds []int) {
 		spec.rlimits = append(spec.rlimits, rlimit{unix.RLIMIT_NPROC, uint64(n), uint64(n)})
 	}
 	s.mu.Lock() // no kill-all between the start and the record
-	pid, err := s.fork(spec)
+	pid, err := startRun(spec)
 	if err == nil {
 		s.inits[pid] = true
 	}
 	s.mu.Unlock()
-	unix.Close(ctl[1])
 	if err != nil {
-		unix.Close(ctl[0])
-		_ = s.send(reply{ID: req.ID, Error: "starting the run's init: " + err.Error()})
+		failOn(ctl, err, opSpawner)
 		return
 	}
-	go s.watch(req.ID, pid, ctl[0])
+	select {
+	case s.born <- struct{}{}:
+	default:
+	}
 }
 
-// watch follows one run through its init's control socket: the command's
-// start (or why it could not), then its end; it reaps the init and tells
-// the plugin.
-func (s *spawnerState) watch(id, init, ctl int) {
-	defer unix.Close(ctl)
-	done := func() {
-		var ws unix.WaitStatus
+// failOn tells a run's plugin, on its socket, that the run could not
+// start: err at step op.
+func failOn(ctl int, err error, op int32) {
+	errno, ok := err.(unix.Errno)
+	if !ok {
+		errno = unix.EIO
+	}
+	var m [initMsgSize]byte
+	e := binary.NativeEndian
+	e.PutUint32(m[0:], msgFailed)
+	e.PutUint32(m[4:], uint32(errno))
+	e.PutUint32(m[8:], uint32(op))
+	_ = unix.Sendmsg(ctl, m[:], nil, nil, unix.MSG_NOSIGNAL)
+}
+
+// reap reaps the runs' inits as they exit, for as long as the spawner
+// lives.
+func (s *spawnerState) reap() {
+	for range s.born {
 		for {
-			if _, err := unix.Wait4(init, &ws, 0, nil); err != unix.EINTR {
-				break
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, 0, nil)
+			if err == unix.EINTR {
+				continue
 			}
+			if err != nil {
+				break // none left: wait for the next
+			}
+			s.mu.Lock()
+			delete(s.inits, pid)
+			s.mu.Unlock()
 		}
-		s.mu.Lock()
-		delete(s.inits, init)
-		s.mu.Unlock()
 	}
-	m, pidfd, err := readInitMsg(ctl, startDeadline)
-	switch {
-	case err != nil:
-		_ = unix.Kill(init, unix.SIGKILL)
-		done()
-		_ = s.send(reply{ID: id, Error: "the run's init did not start the command: " + err.Error()})
-		return
-	case m.kind == msgFailed:
-		done()
-		r := reply{ID: id, Errno: int(m.a)}
-		switch m.b {
-		case opChdir:
-			r.Op = "chdir"
-		case opExec:
-			r.Op = "fork/exec"
-		default: // not the command's fault: the sandbox's
-			r.Errno = 0
-			r.Error = fmt.Sprintf("the run could not be confined: %s: %v", opNames[m.b], unix.Errno(m.a))
-		}
-		_ = s.send(r)
-		return
-	case m.kind != msgStarted || pidfd < 0:
-		if pidfd >= 0 {
-			unix.Close(pidfd)
-		}
-		_ = unix.Kill(init, unix.SIGKILL)
-		done()
-		_ = s.send(reply{ID: id, Error: fmt.Sprintf("the run's init said %+v", m)})
-		return
-	}
-	pid := pidOfPidfd(pidfd)
-	_, _ = unix.Write(ctl, []byte{1}) // the init may reap the shell now
-	err = s.send(reply{ID: id, Pid: pid}, pidfd)
-	unix.Close(pidfd)
-	if err != nil {
-		_ = unix.Kill(init, unix.SIGKILL)
-	}
-	m, _, err = readInitMsg(ctl, 0)
-	r := reply{Exited: pid, Status: int(m.a), Leftovers: int(m.b)}
-	if err != nil || m.kind != msgExited {
-		r = reply{Exited: pid, Status: -1, Lost: "the run's init was killed before it reported the command's end"}
-	}
-	// The init has killed and reaped everything of the run: the report
-	// goes now, before the namespaces' teardown as the init exits.
-	_ = s.send(r)
-	done()
 }
 
 // killAll kills every run's init, and with each everything in its
@@ -287,43 +254,4 @@ func (s *spawnerState) killAll() {
 	for pid := range s.inits {
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
-}
-
-// forker starts every run from one thread that never exits: an init dies
-// when the thread that started it does (PR_SET_PDEATHSIG).
-type forker struct {
-	jobs chan forkJob
-}
-
-type forkJob struct {
-	spec *runSpec
-	done chan forkResult
-}
-
-type forkResult struct {
-	pid int
-	err error
-}
-
-// newForker starts the forking thread.
-func newForker() *forker {
-	f := &forker{jobs: make(chan forkJob)}
-	ready := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the process
-		close(ready)
-		for j := range f.jobs {
-			pid, err := startRun(j.spec)
-			j.done <- forkResult{pid, err}
-		}
-	}()
-	<-ready
-	return f
-}
-
-func (f *forker) start(spec *runSpec) (int, error) {
-	done := make(chan forkResult, 1)
-	f.jobs <- forkJob{spec, done}
-	r := <-done
-	return r.pid, r.err
 }

@@ -23,20 +23,30 @@ const (
 
 // The steps a run's start can fail at, as runinit_linux.h numbers them.
 const (
-	opChdir = 5
-	opExec  = 7
+	opChdir   = 5
+	opExec    = 7
+	opSpawner = 10
 )
 
+// opName names a step for a message.
+func opName(op int32) string {
+	if n, ok := opNames[op]; ok {
+		return n
+	}
+	return fmt.Sprintf("step %d", op)
+}
+
 var opNames = map[int32]string{
-	1: "setting up the run's init",
-	2: "mounting the run's /proc",
-	3: "joining the run's control groups",
-	4: "starting the command's process",
-	5: "entering the workdir",
-	6: "confining the command",
-	7: "executing the shell",
-	8: "giving the command its standard files",
-	9: "limiting the run's processes",
+	1:  "setting up the run's init",
+	2:  "mounting the run's /proc",
+	3:  "joining the run's control groups",
+	4:  "starting the command's process",
+	5:  "entering the workdir",
+	6:  "confining the command",
+	7:  "executing the shell",
+	8:  "giving the command its standard files",
+	9:  "limiting the run's processes",
+	10: "starting the run's init",
 }
 
 // initMsg is struct dsh_msg.

@@ -188,6 +188,34 @@ static void put_uint(char *p, unsigned long v) {
 	*p = 0;
 }
 
+// outer_pid reads the pid of pidfd's process in the PID namespace of the
+// /proc at procfd (the host's), from the pidfd's fdinfo: -1 if it cannot.
+static long outer_pid(int procfd, int pidfd) {
+	char path[48] = "self/fdinfo/";
+	put_uint(path + strlen(path), (unsigned long)pidfd);
+	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[1024];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nPid:");
+	if (!p)
+		return -1;
+	p += 5;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	long v = 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (*p++ - '0');
+	return v;
+}
+
 // limit_pids bounds the run's PID namespace (pid_max is one of its own
 // since Linux 6.14) to n processes and threads: its numbers start above
 // RESERVED_PIDS, where they would start again once they wrapped, and end n
@@ -242,6 +270,14 @@ static void init_main(struct dsh_run *r) {
 		}
 		close(r->cgroups[i]);
 	}
+	// The host's /proc, before the run's covers it: the shell's pid as the
+	// plugin knows it is read there. Close-on-exec, and closed before the
+	// command runs anything.
+	int hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (hostproc < 0) {
+		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
+		_exit(0);
+	}
 	if (r->mount_proc) {
 		// Writable until the run's pid_max is set.
 		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
@@ -282,15 +318,14 @@ static void init_main(struct dsh_run *r) {
 		send_msg(r->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op, -1);
 		_exit(0);
 	}
+	// The shell's pid as the plugin's PID namespace numbers it, read from
+	// the pidfd through the host's /proc before anyone can reap it.
 	int pidfd = syscall(SYS_pidfd_open, shell, 0);
-	send_msg(r->ctl, DSH_MSG_STARTED, 0, 0, pidfd);
+	long outer = pidfd >= 0 ? outer_pid(hostproc, pidfd) : -1;
+	close(hostproc);
+	send_msg(r->ctl, DSH_MSG_STARTED, (int32_t)outer, 0, pidfd);
 	if (pidfd >= 0)
 		close(pidfd);
-	// The shell is not reaped before the spawner has read its pid, as its
-	// own PID namespace numbers it, from the pidfd.
-	char ack;
-	while (read(r->ctl, &ack, 1) < 0 && errno == EINTR) {
-	}
 
 	// Reap until the shell ends; then kill what is left, and reap that.
 	int status = 0, ended = 0, leftovers = 0;

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,10 +22,12 @@ import (
 // it had started is left to the executor's leftover hunt.
 var ErrSpawnerGone = errors.New("the sandbox spawner is gone")
 
-// Spawner is a confined process that starts commands under its policy:
-// what it starts inherits its Landlock domain and seccomp filter, at the
-// cost of a fork rather than of a helper binary per command. It is a
-// localexec.Launcher.
+// Spawner is the process that starts commands under its policy, each in a
+// run of its own (namespaces and an init, runinit_linux.c), at the cost of
+// a fork rather than of a helper binary per command. It is a
+// localexec.Launcher. A run's init talks to the plugin directly, over a
+// socket pair the plugin makes for the run: the command's start (with its
+// pidfd) or why it could not start, then its end.
 type Spawner struct {
 	// Enforced is what is in force for every command it starts.
 	Enforced []string
@@ -38,12 +41,11 @@ type Spawner struct {
 	conn *net.UnixConn
 	wmu  sync.Mutex // one request written at a time
 
-	mu     sync.Mutex
-	nextID int
-	starts map[int]chan started
-	exits  map[int]chan reply
-	gone   chan struct{}
-	err    error
+	running atomic.Int64 // runs started and not yet waited for
+
+	mu   sync.Mutex
+	gone chan struct{}
+	err  error
 }
 
 // startTimeout bounds the spawner's start: its binary, and confining
@@ -101,7 +103,7 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 		localexec.ForgetHelper(proc.Pid)
 		return nil, fmt.Errorf("sandbox spawner: %w", err)
 	}
-	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), starts: map[int]chan started{}, exits: map[int]chan reply{}, gone: make(chan struct{})}
+	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), gone: make(chan struct{})}
 	var ready reply
 	_ = s.conn.SetReadDeadline(time.Now().Add(startTimeout))
 	_, err = readFrame(s.conn, &ready)
@@ -124,94 +126,40 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 	s.Enforced = ready.Enforced
 	s.limits, s.groups = p.Limits, newRunGroups(p.Limits)
 	s.Limits = s.groups.facts(p.Limits)
-	go s.read()
+	go s.watch()
 	return s, nil
 }
 
-// read dispatches the spawner's replies until it is gone.
-func (s *Spawner) read() {
-	for {
-		var r reply
-		fds, err := readFrame(s.conn, &r)
-		if err != nil {
-			closeAll(fds)
-			s.mu.Lock()
-			if s.err == nil {
-				s.err = fmt.Errorf("%w: %v", ErrSpawnerGone, err)
-			}
-			close(s.gone)
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Lock()
-		if r.Exited != 0 {
-			closeAll(fds)
-			if ch, ok := s.exits[r.Exited]; ok {
-				ch <- r
-				delete(s.exits, r.Exited)
-			}
-		} else if ch, ok := s.starts[r.ID]; ok {
-			st := started{reply: r, pidfd: -1}
-			if r.Pid != 0 {
-				if len(fds) != 1 || !s.believable(r.Pid, fds[0]) {
-					// Never a process the spawner started: a spawner that
-					// says so is not to be believed, and its groups are not
-					// to be killed.
-					closeAll(fds)
-					s.mu.Unlock()
-					s.conn.Close()
-					continue
-				}
-				// The process's pidfd, taken by its init at its birth: its
-				// end is known even if the spawner never reports it.
-				st.pidfd = fds[0]
-				// Made here, before its exit can come, and handed over
-				// with the reply: the exit may arrive before Start looks.
-				st.exit = make(chan reply, 1)
-				s.exits[r.Pid] = st.exit
-			} else {
-				closeAll(fds)
-			}
-			ch <- st
-			delete(s.starts, r.ID)
-		} else {
-			closeAll(fds)
-		}
-		s.mu.Unlock()
+// watch closes Gone once the spawner is gone: it says nothing after it is
+// ready, so anything it sends, or the end of its socket, ends it.
+func (s *Spawner) watch() {
+	var r reply
+	fds, err := readFrame(s.conn, &r)
+	closeAll(fds)
+	if err == nil {
+		err = fmt.Errorf("it said %+v after it was ready", r)
+		s.conn.Close()
 	}
-}
-
-// believable says whether pidfd is a process the plugin may signal on the
-// spawner's word that it is pid: a process in a PID namespace below this
-// one's (a run's), never one of this namespace's own. A process already
-// reaped has no number left to check, and no group left to signal.
-func (s *Spawner) believable(pid, pidfd int) bool {
-	if pid <= 1 {
-		return false
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = fmt.Errorf("%w: %v", ErrSpawnerGone, err)
 	}
-	got, depth := pidfdInfo(pidfd)
-	return got == 0 || got == pid && depth >= 1
+	close(s.gone)
+	s.mu.Unlock()
 }
 
 // StartsElsewhere marks a Spawner a localexec.ElsewhereLauncher: its
 // commands are the children of their runs' inits.
 func (s *Spawner) StartsElsewhere() {}
 
-// Start implements localexec.Launcher.
+// Start implements localexec.Launcher: it asks the spawner for a run, and
+// waits for the run's init to say the command started (or why not).
 func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
-	s.mu.Lock()
 	select {
 	case <-s.gone:
-		s.mu.Unlock()
-		return nil, s.err
+		return nil, s.gonErr()
 	default:
 	}
-	s.nextID++
-	id := s.nextID
-	ch := make(chan started, 1)
-	s.starts[id] = ch
-	s.mu.Unlock()
-
 	var fds []int
 	for _, f := range l.Files {
 		if f != nil {
@@ -220,21 +168,7 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	}
 	group, err := s.groups.take()
 	if err != nil {
-		s.forget(id)
 		return nil, err
-	}
-	var groupFDs []int
-	if group != nil {
-		groupFDs = []int{group.procs}
-	}
-	req := request{ID: id, Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil,
-		Cgroups: len(groupFDs)}
-	if s.limits.Processes > 0 {
-		if perNamespacePidMax() {
-			req.PidMax = s.limits.Processes
-		} else {
-			req.Nproc = s.limits.Processes
-		}
 	}
 	running := false
 	defer func() {
@@ -242,65 +176,113 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 			s.groups.give(group)
 		}
 	}()
+	ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox spawner: %w", err)
+	}
+	fds = append(fds, ctl[1])
+	req := request{Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil}
+	if group != nil {
+		fds = append(fds, group.procs)
+		req.Cgroups = 1
+	}
+	if s.limits.Processes > 0 {
+		if perNamespacePidMax() {
+			req.PidMax = s.limits.Processes
+		} else {
+			req.Nproc = s.limits.Processes
+		}
+	}
 	s.wmu.Lock()
 	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
-	err = writeFrame(s.conn, req, append(fds, groupFDs...)...)
+	err = writeFrame(s.conn, req, fds...)
 	_ = s.conn.SetWriteDeadline(time.Time{})
 	s.wmu.Unlock()
+	unix.Close(ctl[1])
 	if err != nil {
-		s.forget(id)
+		unix.Close(ctl[0])
 		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
 		return nil, s.gonErr()
 	}
-	deadline := time.Now().Add(replyDeadline)
-	tick := time.NewTicker(reportGrace)
-	defer tick.Stop()
-	var st started
-	for waiting := true; waiting; {
-		select {
-		case <-tick.C:
-			if time.Now().Before(deadline) && !stopped(s.proc.Pid) {
-				continue
-			}
-			s.forget(id)
-			s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or gave no answer in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
-			select { // a reply that came all the same holds a pidfd
-			case st := <-ch:
-				if st.pidfd >= 0 {
-					unix.Close(st.pidfd)
-				}
-			default:
-			}
-			return nil, s.gonErr()
-		case st = <-ch:
-			waiting = false
-		case <-s.gone:
-			s.forget(id)
-			select { // a reply that came all the same holds a pidfd
-			case st := <-ch:
-				if st.pidfd >= 0 {
-					unix.Close(st.pidfd)
-				}
-			default:
-			}
-			return nil, s.gonErr()
-		}
+	m, pidfd, err := s.awaitStart(ctl[0])
+	if err != nil {
+		unix.Close(ctl[0])
+		return nil, err
 	}
-	r := st.reply
-	if r.Pid == 0 {
-		if r.Errno != 0 {
-			return nil, &os.PathError{Op: r.Op, Path: l.Argv[0], Err: syscall.Errno(r.Errno)}
+	switch {
+	case m.kind == msgFailed:
+		unix.Close(ctl[0])
+		switch m.b {
+		case opChdir:
+			return nil, &os.PathError{Op: "chdir", Path: l.Dir, Err: syscall.Errno(m.a)}
+		case opExec:
+			return nil, &os.PathError{Op: "fork/exec", Path: l.Argv[0], Err: syscall.Errno(m.a)}
 		}
-		return nil, fmt.Errorf("sandbox spawner: %s", r.Error)
+		return nil, fmt.Errorf("sandbox spawner: the run could not be confined: %s: %v", opName(m.b), syscall.Errno(m.a))
+	case m.kind != msgStarted || pidfd < 0 || !believable(int(m.a), pidfd):
+		// Never a process of the run: a spawner (or init) that says so is
+		// not to be believed, and its groups are not to be killed.
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
+		unix.Close(ctl[0])
+		s.fail(fmt.Errorf("%w: its run's init said %+v; it was killed, and will be replaced", ErrSpawnerGone, m))
+		return nil, s.gonErr()
 	}
 	running = true
-	return &spawned{s: s, pid: r.Pid, exit: st.exit, pidfd: st.pidfd, group: group}, nil
+	s.running.Add(1)
+	return &spawned{s: s, pid: int(m.a), ctl: ctl[0], pidfd: pidfd, group: group}, nil
+}
+
+// awaitStart waits for the run's init's first message, within
+// replyDeadline, as long as the spawner is neither gone nor stopped.
+func (s *Spawner) awaitStart(ctl int) (initMsg, int, error) {
+	deadline := time.Now().Add(replyDeadline)
+	for {
+		m, pidfd, err := readInitMsg(ctl, reportGrace)
+		switch {
+		case err == nil:
+			return m, pidfd, nil
+		case err != errInitTimeout:
+			// The init (or the spawner, before it made one) is gone.
+			select {
+			case <-s.gone:
+				return m, -1, s.gonErr()
+			case <-time.After(reportGrace):
+			}
+			return m, -1, fmt.Errorf("sandbox spawner: the run ended before its command started: %v", err)
+		}
+		select {
+		case <-s.gone:
+			return m, -1, s.gonErr()
+		default:
+		}
+		if time.Now().After(deadline) || stopped(s.proc.Pid) {
+			s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or gave no answer in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
+			return m, -1, s.gonErr()
+		}
+	}
+}
+
+// believable says whether pidfd is a process the plugin may signal on the
+// init's word that it is pid: a process in a PID namespace below this
+// one's (a run's), never one of this namespace's own. A process already
+// reaped has no number left to check, and no group left to signal.
+func believable(pid, pidfd int) bool {
+	if pid <= 1 {
+		return false
+	}
+	got, depth := pidfdInfo(pidfd)
+	return got == 0 || got == pid && depth >= 1
 }
 
 // replyDeadline bounds every exchange with a spawner: taking a request, and
-// answering it. A spawner that misses it is stopped or wedged; it is
+// starting its run. A spawner that misses it is stopped or wedged; it is
 // killed, and with it every run it started (their inits die with it).
 const replyDeadline = 10 * time.Second
+
+// reportGrace is how often a wait for a run's start looks at the spawner.
+const reportGrace = 500 * time.Millisecond
 
 // fail kills the spawner for err: what it started dies with it, its
 // connection closes, and Gone says so.
@@ -322,10 +304,15 @@ func (s *Spawner) gonErr() error {
 	return s.err
 }
 
-func (s *Spawner) forget(id int) {
-	s.mu.Lock()
-	delete(s.starts, id)
-	s.mu.Unlock()
+// stopped says whether process pid is stopped (SIGSTOP) or traced.
+func stopped(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // gone
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
 }
 
 // closeGrace is how long a closing spawner has to kill what it started and
@@ -353,36 +340,22 @@ func (s *Spawner) Close() error {
 }
 
 // Idle says whether nothing the spawner started is still running.
-func (s *Spawner) Idle() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.starts) == 0 && len(s.exits) == 0
-}
+func (s *Spawner) Idle() bool { return s.running.Load() == 0 }
 
 // Gone is closed once the spawner has exited.
 func (s *Spawner) Gone() <-chan struct{} { return s.gone }
 
-// started is a start reply, with the channel its process's exit will come
-// on, and a pidfd of the process (-1 when it was already gone).
-type started struct {
-	reply reply
-	exit  chan reply
-	pidfd int
-}
-
-// spawned is a process the spawner started.
+// spawned is a process a run's init started: its pid (as this process's
+// PID namespace numbers it), its pidfd, and the init's socket.
 type spawned struct {
 	s         *Spawner
 	pid       int
-	exit      chan reply
+	ctl       int
 	pidfd     int
 	leftovers int
-	group     *runGroup // the run's control groups
+	group     *runGroup // the run's memory control group, if any
 	reached   []string
 }
-
-// LimitsReached says which of the run's limits its processes ran into.
-func (p *spawned) LimitsReached() []string { return p.reached }
 
 func (p *spawned) Pid() int { return p.pid }
 
@@ -390,88 +363,29 @@ func (p *spawned) Pid() int { return p.pid }
 // shell ended (localexec adds them to the run's own count).
 func (p *spawned) Leftovers() int { return p.leftovers }
 
-// Once the plugin saw a process end, the spawner's report of it (its init
-// kills and reaps what the command left first) is awaited in steps of
-// reportGrace, for reportPatience at most, and no longer once the spawner
-// is seen stopped.
-const (
-	reportGrace    = 500 * time.Millisecond
-	reportPatience = 10 * time.Second
-)
+// LimitsReached says which of the run's limits its processes ran into.
+func (p *spawned) LimitsReached() []string { return p.reached }
 
-// stopped says whether process pid is stopped (SIGSTOP) or traced.
-func stopped(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // gone: no report will come
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
-}
-
-// Wait waits for the spawner's report of the exit; when the process is
-// seen gone and no report comes (the spawner is stopped or wedged), the
-// exit status is unknown, and the spawner is killed.
+// Wait waits for the run's init to report the shell's end: it has killed
+// and reaped everything else in the run by then. An init that dies
+// without a report (its spawner died) leaves the status unknown.
 func (p *spawned) Wait() (syscall.WaitStatus, error) {
-	defer func() { p.reached = p.s.groups.give(p.group) }()
-	status := func(r reply) (syscall.WaitStatus, error) {
-		p.leftovers = r.Leftovers
-		switch {
-		case r.Lost != "":
-			return 0, errors.New(r.Lost)
-		case r.Status < 0:
-			return 0, errors.New("the spawner could not wait for the process")
-		}
-		return syscall.WaitStatus(r.Status), nil
+	defer func() {
+		unix.Close(p.ctl)
+		unix.Close(p.pidfd)
+		p.reached = p.s.groups.give(p.group)
+		p.s.running.Add(-1)
+	}()
+	m, fd, err := readInitMsg(p.ctl, 0)
+	if fd >= 0 {
+		unix.Close(fd)
 	}
-	ended := make(chan struct{})
-	if p.pidfd >= 0 {
-		defer unix.Close(p.pidfd)
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if n, _ := unix.Poll(fds, 200); n > 0 {
-					close(ended)
-					return
-				}
-			}
-		}()
+	switch {
+	case err != nil:
+		return 0, errors.New("the run's init ended before it reported the command's end (its spawner died, or it was killed)")
+	case m.kind != msgExited:
+		return 0, fmt.Errorf("the run's init said %+v", m)
 	}
-	select {
-	case r := <-p.exit:
-		return status(r)
-	case <-ended:
-		// The report follows once the run's init has killed and reaped
-		// what the command left, unless the spawner is stopped or wedged.
-		tick := time.NewTicker(reportGrace)
-		defer tick.Stop()
-		for waited := time.Duration(0); ; waited += reportGrace {
-			select {
-			case r := <-p.exit:
-				return status(r)
-			case <-p.s.gone:
-				return 0, p.s.err
-			case <-tick.C:
-			}
-			if waited >= reportPatience || stopped(p.s.proc.Pid) {
-				p.s.fail(fmt.Errorf("%w: it did not report a process's end (stopped, or wedged); it was killed, and will be replaced", ErrSpawnerGone))
-				return 0, errors.New("the process ended, but the sandbox spawner did not report how; the spawner was killed")
-			}
-		}
-	case <-p.s.gone:
-		select { // an exit that came before the end still counts
-		case r := <-p.exit:
-			return status(r)
-		default:
-		}
-		return 0, p.s.err
-	}
+	p.leftovers = int(m.b)
+	return syscall.WaitStatus(m.a), nil
 }

@@ -16,19 +16,20 @@ import (
 
 // The spawner and the plugin talk over a Unix stream socket pair in
 // frames: a 4-byte big-endian length, then that much JSON. A request's
-// three files (stdin, stdout, stderr) ride with its length, as SCM_RIGHTS.
+// files ride with its length, as SCM_RIGHTS.
 
 // maxFrame bounds a frame: a command and its environment, with room.
 const maxFrame = 16 << 20
 
-// maxFrameFiles bounds the files a frame carries: three standard ones, and
-// a run's control groups.
+// maxFrameFiles bounds the files a frame carries: three standard ones, a
+// run's socket to the plugin, and its control group.
 const maxFrameFiles = 8
 
-// request asks the spawner to start a process. Arguments, environment and
-// directory are bytes (base64 in the JSON): they need not be UTF-8.
+// request asks the spawner to start a run. Arguments, environment and
+// directory are bytes (base64 in the JSON): they need not be UTF-8. Its
+// files: stdin (when Stdin says so), stdout, stderr, the socket the run's
+// init talks to the plugin on, then Cgroups cgroup.procs files.
 type request struct {
-	ID   int      `json:"id"`
 	Argv [][]byte `json:"argv"`
 	Env  [][]byte `json:"env"`
 	Dir  []byte   `json:"dir"`
@@ -64,26 +65,12 @@ func fromBytes(bs [][]byte) []string {
 	return out
 }
 
-// reply is what the spawner says: that it is ready (or why not), that a
-// request started a process (or why not), or that a process exited.
+// reply is what the spawner says once: that it is ready, with what is in
+// force, or why it cannot be.
 type reply struct {
 	Ready    bool     `json:"ready,omitempty"`
 	Enforced []string `json:"enforced,omitempty"`
 	Failure  string   `json:"failure,omitempty"`
-
-	ID    int    `json:"id,omitempty"`
-	Pid   int    `json:"pid,omitempty"`
-	Op    string `json:"op,omitempty"`
-	Errno int    `json:"errno,omitempty"`
-	Error string `json:"error,omitempty"`
-
-	Exited int `json:"exited,omitempty"`
-	Status int `json:"status,omitempty"`
-	// Leftovers counts the processes killed in the run's namespace once
-	// its shell ended.
-	Leftovers int `json:"leftovers,omitempty"`
-	// Lost says why a run ended with no status: its init was killed.
-	Lost string `json:"lost,omitempty"`
 }
 
 // writeFrame writes v, with fds attached to its length.
