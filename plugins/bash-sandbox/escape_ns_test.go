@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
+	bashsandbox "github.com/dsh-host/dsh-host/plugins/bash-sandbox"
 )
 
 // confinedModes are the modes that confine.
@@ -42,9 +43,39 @@ func eachMode(t *testing.T, f func(t *testing.T, b *box, mode pluginapi.SandboxM
 	for _, mode := range confinedModes {
 		t.Run(string(mode), func(t *testing.T) {
 			noneLeft(t)
-			f(t, newBox(t), mode)
+			f(t, containBox(t), mode)
 		})
 	}
+}
+
+// containBox is newBox, but for a user who cannot write /etc (the tests
+// here also run unprivileged): then its only place outside is a sibling
+// of the workspace.
+func containBox(t *testing.T) *box {
+	t.Helper()
+	if unix.Access("/etc", unix.W_OK) == nil {
+		return newBox(t)
+	}
+	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := x.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	root := t.TempDir()
+	b := &box{t: t, x: x, ws: filepath.Join(root, "ws"), outside: []string{filepath.Join(root, "sibling")}}
+	for _, dir := range []string{b.ws, b.outside[0]} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(b.outside[0], "victim"), []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // noneLeft checks, once the test and the cleanups registered after it are
@@ -262,6 +293,34 @@ func killMarked(t *testing.T, mark string) {
 	}
 }
 
+// attackRan is what every attack prints first: a result without it is an
+// attack that did not run (a runner failure, a broken shell), which proves
+// nothing.
+const attackRan = "dsh-attack-ran"
+
+// attack runs command in mode, and fails the test unless it ran: its
+// result comes back without attackRan, and logged. Each of want must be
+// in its output too (the proof that the tool it uses ran in the sandbox).
+func attack(t *testing.T, b *box, mode pluginapi.SandboxMode, command string, want ...string) pluginapi.RunResult {
+	t.Helper()
+	res := b.run(mode, "echo "+attackRan+"\n"+command)
+	if res.Sandbox.RunnerFailure != "" || !strings.HasPrefix(res.Stdout.Text, attackRan+"\n") {
+		t.Fatalf("the attack did not run, so it proves nothing: %s\nexit %s, runner failure %q, stdout %q, stderr %q",
+			command, exitOf(res), res.Sandbox.RunnerFailure, res.Stdout.Text, res.Stderr.Text)
+	}
+	res.Stdout.Text = strings.TrimPrefix(res.Stdout.Text, attackRan+"\n")
+	t.Logf("%.60q: exit %s, stdout %.300q, stderr %.300q", strings.TrimSpace(command), exitOf(res), res.Stdout.Text, res.Stderr.Text)
+	for _, w := range want {
+		if !strings.Contains(res.Stdout.Text+res.Stderr.Text, w) {
+			t.Fatalf("the attack did not get as far as %q, so it proves nothing: %s\nstdout %q, stderr %q", w, command, res.Stdout.Text, res.Stderr.Text)
+		}
+	}
+	return res
+}
+
+// pyRan is printed first by every python attack.
+const pyRan = "py-ran"
+
 // --- 1. SysV IPC ----------------------------------------------------------
 
 // ipcRow is a line of /proc/sysvipc/{shm,msg,sem}, by column name.
@@ -358,7 +417,7 @@ func TestContainSysVIPC(t *testing.T) {
 		t.Cleanup(func() { removeIPC("sem", semid) })
 
 		// Seeing them.
-		res := b.run(mode, "ipcs -m; ipcs -q; ipcs -s")
+		res := attack(t, b, mode, "ipcs -m; ipcs -q; ipcs -s", "Shared Memory Segments", "Message Queues", "Semaphore Arrays")
 		var visible []string
 		for _, o := range []struct {
 			what string
@@ -373,8 +432,9 @@ func TestContainSysVIPC(t *testing.T) {
 		}
 
 		// Reaching them.
-		res = b.run(mode, fmt.Sprintf(`python3 -c '
+		res = attack(t, b, mode, fmt.Sprintf(`python3 -c '
 import ctypes
+print("%s", flush=True)
 l = ctypes.CDLL(None, use_errno=True)
 l.shmat.restype = ctypes.c_void_p
 p = l.shmat(%d, None, 0)
@@ -386,7 +446,7 @@ if l.msgsnd(%d, ctypes.byref(m), 7, 0o4000) == 0: print("msg queued")
 class sembuf(ctypes.Structure): _fields_ = [("num", ctypes.c_ushort), ("op", ctypes.c_short), ("flg", ctypes.c_short)]
 s = sembuf(0, 1, 0o4000)
 if l.semop(%d, ctypes.byref(s), 1) == 0: print("sem raised")
-'`, shmid, msqid, semid))
+'`, pyRan, shmid, msqid, semid), pyRan)
 		if string(mem[:7]) == "escaped" {
 			t.Errorf("ESCAPE (SysV shm written): the confined command wrote the host's shared memory segment %d (%q)", shmid, res.Stdout.Text)
 		}
@@ -398,7 +458,7 @@ if l.semop(%d, ctypes.byref(s), 1) == 0: print("sem raised")
 		}
 
 		// Removing them.
-		res = b.run(mode, fmt.Sprintf("ipcrm -m %d; ipcrm -q %d; ipcrm -s %d; ipcrm -M 0x%08x; ipcrm -Q 0x%08x; ipcrm -S 0x%08x; true",
+		res = attack(t, b, mode, fmt.Sprintf("ipcrm -m %d; ipcrm -q %d; ipcrm -s %d; ipcrm -M 0x%08x; ipcrm -Q 0x%08x; ipcrm -S 0x%08x; true",
 			shmid, msqid, semid, uint32(shmKey), uint32(msgKey), uint32(semKey)))
 		for kind, key := range map[string]int32{"shm": shmKey, "msg": msgKey, "sem": semKey} {
 			if ipcByKey(t, kind, key) == nil {
@@ -408,10 +468,10 @@ if l.semop(%d, ctypes.byref(s), 1) == 0: print("sem raised")
 
 		// Leaving objects behind: what ipcmk makes lives only as long as
 		// the run, and never in the host's namespace.
-		res = b.run(mode, `
+		res = attack(t, b, mode, `
 id=$(ipcmk -M 4096 | awk '{print $NF}'); echo "shm $(ipcs -m | awk -v id="$id" '$2 == id {print $1}')"
 id=$(ipcmk -Q | awk '{print $NF}'); echo "msg $(ipcs -q | awk -v id="$id" '$2 == id {print $1}')"
-id=$(ipcmk -S 1 | awk '{print $NF}'); echo "sem $(ipcs -s | awk -v id="$id" '$2 == id {print $1}')"`)
+id=$(ipcmk -S 1 | awk '{print $NF}'); echo "sem $(ipcs -s | awk -v id="$id" '$2 == id {print $1}')"`, "shm ", "msg ", "sem ")
 		made := 0
 		for _, line := range strings.Split(strings.TrimSpace(res.Stdout.Text), "\n") {
 			f := strings.Fields(line)
@@ -432,7 +492,7 @@ id=$(ipcmk -S 1 | awk '{print $NF}'); echo "sem $(ipcs -s | awk -v id="$id" '$2 
 			t.Logf("ipcmk made nothing inside: %q %q", res.Stdout.Text, res.Stderr.Text)
 		}
 		// Nor in the next run's: what a run made goes with it.
-		next := b.run(mode, "ipcs -m; ipcs -q; ipcs -s")
+		next := attack(t, b, mode, "ipcs -m; ipcs -q; ipcs -s", "Shared Memory Segments")
 		for _, line := range strings.Split(strings.TrimSpace(res.Stdout.Text), "\n") {
 			if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[1], "0x") && strings.Contains(next.Stdout.Text, f[1]) {
 				t.Errorf("ESCAPE (SysV object outlived its run): the %s object a run made (key %s) is listed by the next run", f[0], f[1])
@@ -483,6 +543,7 @@ func mqExists(t *testing.T, name string) bool {
 
 const mqPython = `
 import ctypes, os, sys
+print("` + pyRan + `", flush=True)
 try:
     rt = ctypes.CDLL("librt.so.1", use_errno=True)
 except OSError:
@@ -502,30 +563,30 @@ func TestContainPosixMessageQueues(t *testing.T) {
 		}
 		unix.Close(fd)
 		t.Cleanup(func() { _ = mqUnlink(host) })
-		res := b.run(mode, fmt.Sprintf(`python3 -c '%s
+		res := attack(t, b, mode, fmt.Sprintf(`python3 -c '%s
 if rt.mq_unlink(b"/%s") == 0:
     print("unlinked")
 else:
-    e = ctypes.get_errno(); print("mq_unlink:", os.strerror(e)); sys.exit(1)'`, mqPython, host))
+    e = ctypes.get_errno(); print("mq_unlink:", os.strerror(e)); sys.exit(1)'`, mqPython, host), pyRan)
 		if !mqExists(t, host) {
 			t.Errorf("ESCAPE (POSIX mq_unlink): the confined command removed the host's queue /%s (%q %q)", host, res.Stdout.Text, res.Stderr.Text)
 		}
 
 		made := marker() + "made"
 		t.Cleanup(func() { _ = mqUnlink(made) })
-		res = b.run(mode, fmt.Sprintf(`python3 -c '%s
+		res = attack(t, b, mode, fmt.Sprintf(`python3 -c '%s
 fd = rt.mq_open(b"/%s", os.O_CREAT | os.O_RDWR, 0o600, None)
 if fd < 0:
     e = ctypes.get_errno(); print("mq_open:", os.strerror(e)); sys.exit(1)
-print("made")'`, mqPython, made))
+print("made")'`, mqPython, made), pyRan)
 		if mqExists(t, made) {
 			t.Errorf("ESCAPE (POSIX mq leaked): the queue /%s the confined command created exists on the host after the run (%q %q)", made, res.Stdout.Text, res.Stderr.Text)
 		}
 		// Nor in the next run's: what a run made goes with it.
-		res = b.run(mode, fmt.Sprintf(`python3 -c '%s
+		res = attack(t, b, mode, fmt.Sprintf(`python3 -c '%s
 fd = rt.mq_open(b"/%s", os.O_RDONLY, 0, None)
 if fd >= 0:
-    print("still there")'`, mqPython, made))
+    print("still there")'`, mqPython, made), pyRan)
 		if strings.Contains(res.Stdout.Text, "still there") {
 			t.Errorf("ESCAPE (POSIX mq outlived its run): the queue /%s a run created is there for the next run", made)
 		}
@@ -545,23 +606,43 @@ func TestContainUnixDatagramOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { l.Close() })
-		res := b.run(mode, fmt.Sprintf(`python3 -c '
+		attack(t, b, mode, fmt.Sprintf(`python3 -c '
 import socket
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-for how, send in (("sendto", lambda: s.sendto(b"escaped-sendto", %[1]q)), ("sendmsg", lambda: s.sendmsg([b"escaped-sendmsg"], [], 0, %[1]q))):
+print("`+pyRan+`", flush=True)
+P = %[1]q
+makers = (
+    ("socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)),
+    ("socket-nonblock", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK)),
+    ("socketpair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]),
+)
+for name, make in makers:
     try:
-        send(); print(how, "sent")
+        s = make()
     except OSError as e:
-        print(how, e)
-'`, path))
+        print(name, e); continue
+    for how in ("sendto", "sendmsg"):
+        data = ("escaped-%%s-%%s" %% (name, how)).encode()
+        try:
+            if how == "sendto":
+                s.sendto(data, P)
+            else:
+                s.sendmsg([data], [], 0, P)
+            print(name, how, "sent")
+        except OSError as e:
+            print(name, how, e)
+'`, path), pyRan, "socketpair")
 		_ = l.SetReadDeadline(time.Now().Add(time.Second))
 		buf := make([]byte, 64)
+		var got []string
 		for {
 			n, _, err := l.ReadFrom(buf)
 			if err != nil {
 				break
 			}
-			t.Errorf("ESCAPE (unix datagram): the host's socket %s outside the sandbox received %q from the confined command (%q)", path, buf[:n], res.Stdout.Text)
+			got = append(got, string(buf[:n]))
+		}
+		if len(got) > 0 {
+			t.Errorf("ESCAPE (unix datagram): the host's socket %s outside the sandbox received %q from the confined command", path, got)
 		}
 	})
 }
@@ -580,7 +661,7 @@ func TestContainPrlimitOutside(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := b.run(mode, fmt.Sprintf("prlimit --pid %d --nofile=5:5", pid))
+		res := attack(t, b, mode, fmt.Sprintf("prlimit --pid %d --nofile=5:5", pid))
 		after, err := os.ReadFile(limits)
 		if err != nil {
 			t.Fatalf("the process outside is gone: %v", err)
@@ -636,6 +717,9 @@ done
 echo stopped what it could`, strings.Join(skip, " "))
 		res, err := tryRun(b, mode, b.ws, attack, 30*time.Second)
 		t.Logf("the attack: err %v, exit %s, stdout %q, stderr %.300q", err, exitOf(res), res.Stdout.Text, res.Stderr.Text)
+		if !strings.Contains(res.Stdout.Text, "stopped what it could") {
+			t.Fatalf("the attack did not run to its end, so it proves nothing: err %v, %+v", err, res)
+		}
 
 		type outcome struct {
 			res pluginapi.RunResult
@@ -722,7 +806,7 @@ func TestContainSetsidOutlivesRun(t *testing.T) {
 		name := "late-" + mark
 		// The pause lets the process leave the run's process group and
 		// environment before the shell exits.
-		res := b.run(mode, fmt.Sprintf(`echo "$TMPDIR"; target=%s; (setsid env -i bash -c "sleep 3; echo late > $target; : %s" &); sleep 0.5`,
+		res := attack(t, b, mode, fmt.Sprintf(`echo "$TMPDIR"; target=%s; (setsid env -i bash -c "sleep 3; echo late > $target; : %s" &); sleep 0.5`,
 			lateTarget(b, mode, name), mark))
 		end := time.Now()
 		outlived(t, mark, hostPathOf(b, mode, res.Stdout.Text, name), end, 5*time.Second)
@@ -755,7 +839,7 @@ func TestContainEnvChainOutlivesRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := "late-" + mark
-		res := b.run(mode, fmt.Sprintf(`echo "$TMPDIR"; setsid env -i /bin/bash %s 300 %s %s & sleep 0.5`, script, lateTarget(b, mode, name), mark))
+		res := attack(t, b, mode, fmt.Sprintf(`echo "$TMPDIR"; setsid env -i /bin/bash %s 300 %s %s & sleep 0.5`, script, lateTarget(b, mode, name), mark))
 		end := time.Now()
 		outlived(t, mark, hostPathOf(b, mode, res.Stdout.Text, name), end, 8*time.Second)
 	})
@@ -819,18 +903,19 @@ func TestContainHostTerminalAndDevices(t *testing.T) {
 		if _, err := master.Write([]byte(secret + "\n")); err != nil {
 			t.Fatal(err)
 		}
-		res := b.run(mode, fmt.Sprintf("timeout 2 cat /dev/pts/%d", n))
+		res := attack(t, b, mode, fmt.Sprintf("timeout 2 cat /dev/pts/%d", n))
 		if strings.Contains(res.Stdout.Text, secret) {
 			t.Errorf("ESCAPE (host terminal): the confined command read what was typed on the host's /dev/pts/%d: %q", n, res.Stdout.Text)
 		}
-		res = b.run(mode, "ls -A /dev/pts")
+		res = attack(t, b, mode, "ls -A /dev/pts; echo /dev/pts listed", "/dev/pts listed")
 		if slices.Contains(strings.Fields(res.Stdout.Text), strconv.Itoa(n)) {
 			t.Errorf("ESCAPE (host terminal visible): /dev/pts in the sandbox lists the host's pty %d: %q", n, res.Stdout.Text)
 		}
-		res = b.run(mode, `find /dev \( -type c -o -type b \) -printf '%P\n'`)
+		// Names at the top (whatever their type) and device nodes below.
+		res = attack(t, b, mode, `ls -A /dev; find /dev -mindepth 2 \( -type c -o -type b \) -printf '%P\n'`)
 		inside := strings.Fields(res.Stdout.Text)
 		if !slices.Contains(inside, "null") {
-			t.Fatalf("the sandbox's /dev has no null: %q %q", res.Stdout.Text, res.Stderr.Text)
+			t.Fatalf("the sandbox's /dev has no null: exit %s, %q %q", exitOf(res), res.Stdout.Text, res.Stderr.Text)
 		}
 		var seen []string
 		for _, dev := range hostDevices(t) {
@@ -852,13 +937,14 @@ func TestContainHostTerminalAndDevices(t *testing.T) {
 // unchanged.
 func TestContainSymlinkAsWorkdir(t *testing.T) {
 	noneLeft(t)
-	b := newBox(t)
+	b := containBox(t)
 	ww := pluginapi.SandboxWorkspaceWrite
 	outside := b.outside[0]
 	if res := b.run(ww, fmt.Sprintf("ln -s %s link", outside)); res.ExitCode == nil || *res.ExitCode != 0 {
 		t.Fatalf("planting the link: %+v", res)
 	}
 	res, err := tryRun(b, ww, filepath.Join(b.ws, "link"), "echo pwned > victim; echo pwned > planted", 30*time.Second)
+	t.Logf("the run in the link: err %v, exit %s, facts %+v", err, exitOf(res), res.Sandbox)
 	if err == nil && (res.Sandbox == nil || res.Sandbox.RunnerFailure == "") {
 		t.Errorf("ESCAPE (symlinked workdir): a run whose workdir is a link planted in the workspace (-> %s) ran: exit %s, facts %+v", outside, exitOf(res), res.Sandbox)
 	}
@@ -885,7 +971,7 @@ const (
 
 func TestContainRaceUnderLoad(t *testing.T) {
 	noneLeft(t)
-	b := newBox(t)
+	b := containBox(t)
 	hostProcess(t, "bash", "-c", "while :; do :; done")
 	stop := make(chan struct{})
 	var busy sync.WaitGroup

@@ -3,6 +3,7 @@ package bashsandbox_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -98,5 +99,36 @@ func TestTmpIsBounded(t *testing.T) {
 	}
 	if res.Sandbox == nil || !strings.Contains(strings.Join(res.Sandbox.Limits, ";"), "tmp 8 MiB") {
 		t.Errorf("facts do not show the tmp limit: %+v", res.Sandbox)
+	}
+}
+
+// A run that asks for more memory than its limit is stopped by the limit,
+// and its facts say so.
+func TestMemoryLimitStopsARun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a memory control group needs a root plugin")
+	}
+	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close(context.Background()) })
+	raw, _ := json.Marshal(map[string]any{bashsandbox.PolicyKey: map[string]any{"limits": map[string]any{"memoryMiB": 64}}})
+	if err := x.Configure(context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	res := runIn(t, x, t.TempDir(), `/usr/bin/python3 -c 'b = bytearray(256 << 20); print("allocated", len(b))'`, 30000)
+	limits := strings.Join(res.Sandbox.Limits, ";")
+	if !strings.Contains(limits, "memory 64 MiB") {
+		if strings.Contains(limits, "memory not limited") {
+			t.Skipf("no memory controller here: %s", limits)
+		}
+		t.Fatalf("facts do not show the memory limit: %s", limits)
+	}
+	if strings.Contains(res.Stdout.Text, "allocated") || res.ExitCode != nil && *res.ExitCode == 0 {
+		t.Errorf("256 MiB allocated under a 64 MiB limit: %+v", res)
+	}
+	if !strings.Contains(strings.Join(res.Sandbox.LimitsReached, ";"), "memory") {
+		t.Errorf("the facts do not say the memory limit was reached: %+v", res.Sandbox)
 	}
 }

@@ -31,9 +31,10 @@ type Policy struct {
 
 // Limits bound the resources of a run; zero means no bound.
 type Limits struct {
-	// Processes bounds the processes of one run (a pids control group
-	// where one can be made; else RLIMIT_NPROC, which counts the
-	// spawner's user's processes in its user namespace).
+	// Processes bounds the processes and threads of one run: the pid_max
+	// of its PID namespace (Linux 6.14 and later), else RLIMIT_NPROC,
+	// which counts the spawner's user's processes in its user namespace
+	// and spares root.
 	Processes int `json:"processes,omitempty"`
 	// TmpBytes bounds the private TMPDIR (a tmpfs of the spawner's).
 	TmpBytes int64 `json:"tmpBytes,omitempty"`
@@ -87,8 +88,8 @@ var Uncontained = []string{
 	"disk: writes beneath the workdir and writable roots are bounded only by the disk (TMPDIR is a size-capped tmpfs)",
 	"cpu time: not limited beyond the run's timeout",
 	"TMPDIR: shared by the runs of one policy (mode and roots) while its spawner lives",
-	"processes: without a pids control group (not root, or cgroup v2 only), the limit is RLIMIT_NPROC over the user's processes in the spawner's user namespace",
-	"memory: not limited where no memory controller is available to the plugin",
+	"processes: on a kernel before 6.14 (no pid_max per PID namespace), the limit is RLIMIT_NPROC over the user's processes in the spawner's user namespace, and none for root",
+	"memory: not limited unless sandbox.limits.memoryMiB asks, and then only where a cgroup v1 memory controller is available to a root plugin",
 	"network: with sandbox.network true, every TCP and UDP destination the host reaches (unix sockets stay refused)",
 }
 
