@@ -179,6 +179,8 @@ func RenderResult(res pluginapi.RunResult) string {
 		switch {
 		case sb.RunnerFailure != "":
 			notes = append(notes, fmt.Sprintf("[sandbox %s: the command did not run: %s]", sb.Mode, sb.RunnerFailure))
+		case sb.Interrupted != "":
+			notes = append(notes, fmt.Sprintf("[sandbox %s: the sandbox lost the command, so how it ended is unknown: %s]", sb.Mode, sb.Interrupted))
 		case sb.LikelyDenial:
 			notes = append(notes, fmt.Sprintf("[sandbox %s likely refused this (%s); if the command must do it, ask again with sandbox_permissions: %s and a justification]",
 				sb.Mode, strings.Join(sb.Evidence, " | "), RequireEscalated))

@@ -149,6 +149,13 @@ func TestRenderResultSaysWhatTheSandboxDid(t *testing.T) {
 	if !strings.Contains(failed, "[sandbox read-only: the command did not run: cannot enforce the sandbox read-only: Landlock is not available]") {
 		t.Errorf("a runner failure: %q", failed)
 	}
+	lost := host.RenderResult(pluginapi.RunResult{
+		Stdout:  pluginapi.CollectedOutput{Text: "half"},
+		Sandbox: &pluginapi.SandboxFacts{Mode: pluginapi.SandboxWorkspaceWrite, Interrupted: "the run's init ended before it reported the command's end"},
+	})
+	if !strings.Contains(lost, "[sandbox workspace-write: the sandbox lost the command, so how it ended is unknown: the run's init ended") {
+		t.Errorf("a run the sandbox lost: %q", lost)
+	}
 	quiet := host.RenderResult(pluginapi.RunResult{ExitCode: &code, Sandbox: &pluginapi.SandboxFacts{Mode: pluginapi.SandboxReadOnly}})
 	if strings.Contains(quiet, "sandbox") {
 		t.Errorf("a run with nothing to say about its sandbox: %q", quiet)

@@ -106,6 +106,9 @@ func runCmd(args []string) int {
 				fmt.Fprintf(os.Stderr, "dsh-host run: the full stream is in %s\n", o.SpillPath)
 			}
 		}
+		if res.Sandbox != nil && res.Sandbox.Interrupted != "" {
+			fmt.Fprintf(os.Stderr, "dsh-host run: the sandbox lost the command, how it ended is unknown: %s\n", res.Sandbox.Interrupted)
+		}
 	}
 	return exitStatus(res)
 }
@@ -185,7 +188,7 @@ func exitStatus(res pluginapi.RunResult) int {
 	case res.ExitCode != nil:
 		return *res.ExitCode
 	}
-	return 0
+	return exitCannot // how it ended is unknown (the sandbox lost it)
 }
 
 // cannot reports a failure and returns its exit status: 2 for the user's

@@ -8,7 +8,10 @@
 // measures into a temporary directory (or takes one with -dsh-host) and
 // launches its built-in bash-local executor as a plugin, the way
 // `dsh-host run` does. It reports; it does not fail: the exit status is
-// nonzero only when it cannot measure.
+// nonzero only when it cannot measure. With -only sandbox, or -breakdown,
+// the sandbox step also times what each step of a sandboxed run's start
+// adds (sandbox_step_* lines, from the confine package's TestRunInitSteps:
+// run it from the module's directory, as root).
 //
 //	go run ./integration/bench [-n 300] [-warmup 30] [-dsh-host PATH] [-breakdown] [-only STEP]
 package main
@@ -47,14 +50,17 @@ func (f figure) ok() bool {
 	return f.value <= f.bound
 }
 
-func (f figure) print() {
+// String is the figure's line, without its newline.
+func (f figure) String() string {
 	status := "ok"
 	if !f.ok() {
 		status = "MISS"
 	}
-	fmt.Printf("bench %s %.2f %s target %s %s %s\n",
+	return fmt.Sprintf("bench %s %.2f %s target %s %s %s",
 		f.name, f.value, f.unit, f.op, strconv.FormatFloat(f.bound, 'f', -1, 64), status)
 }
+
+func (f figure) print() { fmt.Println(f) }
 
 func main() {
 	n := flag.Int("n", 300, "measured iterations of each side")
@@ -116,7 +122,16 @@ func run(bin string, n, warmup int, breakdown bool, only string) error {
 		run  func() ([]figure, error)
 	}{
 		{"latency", func() ([]figure, error) { return latency(ctx, shell, n, warmup) }},
-		{"sandbox", func() ([]figure, error) { return sandboxLatency(ctx, bin, shell, n, warmup) }},
+		{"sandbox", func() ([]figure, error) {
+			if err := measure(sandboxLatency(ctx, bin, shell, n, warmup)); err != nil {
+				return nil, err
+			}
+			if breakdown || only == "sandbox" {
+				// Printed as they come, with the steps it could not time.
+				figures = append(figures, sandboxStepCosts(ctx)...)
+			}
+			return nil, nil
+		}},
 		{"sequential", func() ([]figure, error) { return sequential(ctx, shell, 1000) }},
 		{"concurrent", func() ([]figure, error) { return concurrent(ctx, shell, 64) }},
 		{"spill", func() ([]figure, error) { return spillThroughput(ctx, h, spillDir) }},

@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -31,6 +32,9 @@ func IsHelper() bool { return false }
 
 // HelperMain is never run on this platform.
 func HelperMain() int { return 2 }
+
+// ErrSpawnerGone: a spawner exited; none exists on this platform.
+var ErrSpawnerGone = errors.New("the sandbox spawner is gone")
 
 // Spawner cannot exist on this platform.
 type Spawner struct{ Enforced, Limits []string }

@@ -244,7 +244,7 @@ func startAndWait(spec *runSpec) error {
 }
 
 // driveInit reads the init's STARTED (closing the pidfd that comes with
-// it), acknowledges it, and reads EXITED.
+// it), and reads EXITED.
 func driveInit(ctl int) error {
 	m, pidfd, err := readInitMsg(ctl, stepDeadline)
 	if pidfd >= 0 {
@@ -259,9 +259,6 @@ func driveInit(ctl int) error {
 		return fmt.Errorf("the run's init said %+v", m)
 	case pidfd < 0:
 		return errors.New("the run's init sent no pidfd")
-	}
-	if _, err := unix.Write(ctl, []byte{1}); err != nil {
-		return fmt.Errorf("acknowledging the start: %w", err)
 	}
 	m, fd, err := readInitMsg(ctl, stepDeadline)
 	if fd >= 0 {

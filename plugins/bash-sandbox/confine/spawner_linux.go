@@ -259,6 +259,13 @@ func (s *Spawner) awaitStart(ctl int) (initMsg, int, error) {
 		}
 		if time.Now().After(deadline) || stopped(s.proc.Pid) {
 			s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or gave no answer in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
+			// A run it had started may have started its command before
+			// dying with it: that command ran, and must not be said not to.
+			if m, pidfd, err := readInitMsg(ctl, reportGrace); err == nil && m.kind == msgStarted {
+				return m, pidfd, nil
+			} else if pidfd >= 0 {
+				unix.Close(pidfd)
+			}
 			return m, -1, s.gonErr()
 		}
 	}
