@@ -132,3 +132,38 @@ func TestMemoryLimitStopsARun(t *testing.T) {
 		t.Errorf("the facts do not say the memory limit was reached: %+v", res.Sandbox)
 	}
 }
+
+// The facts say what was in force: the writable roots with symlinks
+// resolved (the workdir as named is a link), the namespaces, the limits.
+func TestFactsShowTheResolvedRoots(t *testing.T) {
+	x := limitedBox(t, 64, 16)
+	dir := t.TempDir()
+	real := dir + "/real"
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, dir+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	res := runIn(t, x, dir+"/link", `echo "$TMPDIR"`, 10000)
+	tmp := strings.TrimSpace(res.Stdout.Text)
+	sb := res.Sandbox
+	if sb == nil || len(sb.WritableRoots) != 2 || sb.WritableRoots[0] != real || sb.WritableRoots[1] != tmp {
+		t.Fatalf("writable roots %+v, want [%s %s]", sb, real, tmp)
+	}
+	for _, want := range []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev"} {
+		if !strings.Contains(strings.Join(sb.Enforced, ","), want) {
+			t.Errorf("enforced %v lacks %s", sb.Enforced, want)
+		}
+	}
+	if len(sb.Limits) == 0 {
+		t.Errorf("no limits in the facts: %+v", sb)
+	}
+	ro, err := pluginapi.RunRequest(context.Background(), x, pluginapi.ExecRequest{Command: "true", Workdir: real, SandboxMode: pluginapi.SandboxReadOnly}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ro.Sandbox.WritableRoots) != 1 || ro.Sandbox.WritableRoots[0] != tmp {
+		t.Errorf("read-only writable roots %v, want only %s", ro.Sandbox.WritableRoots, tmp)
+	}
+}

@@ -36,14 +36,17 @@ type sandbox struct {
 	// temporary directory).
 	scratchIn string
 	spawners  map[string]*confine.Spawner
-	recent    []string // keys, least recently used first
+	// starting holds, per policy, a channel closed once the spawner
+	// being started for it is (or failed).
+	starting map[string]chan struct{}
+	recent   []string // keys, least recently used first
 	// granted are the roots made writable so far, symlinks resolved.
 	granted []string
 	closed  bool
 }
 
 func newSandbox(self *os.File, policy SandboxPolicy) (*sandbox, error) {
-	s := &sandbox{self: self, spawners: map[string]*confine.Spawner{}}
+	s := &sandbox{self: self, spawners: map[string]*confine.Spawner{}, starting: map[string]chan struct{}{}}
 	if err := s.checkPolicy(policy); err != nil {
 		return nil, err
 	}
@@ -103,20 +106,42 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 	if spec.SandboxMode == pluginapi.SandboxDangerFullAccess {
 		return localexec.Confinement{Launcher: localexec.ForkLauncher{}}, nil
 	}
+	p, err := s.policyOf(spec)
+	if err != nil {
+		return localexec.Confinement{}, err
+	}
+	sp, err := s.spawnerFor(p)
+	if err != nil {
+		return localexec.Confinement{}, err
+	}
+	writable := []string{p.Scratch}
+	if p.Mode == pluginapi.SandboxWorkspaceWrite {
+		writable = append(slices.Clone(p.WritableRoots), p.Scratch)
+		s.mu.Lock()
+		s.grant(p.WritableRoots)
+		s.mu.Unlock()
+	}
+	return localexec.Confinement{Launcher: &launcher{s: s, p: p, sp: sp}, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": p.Scratch},
+		WritableRoots: writable, Limits: sp.Limits}, nil
+}
+
+// policyOf is the policy a command resolved to spec runs under, its roots
+// as they are now.
+func (s *sandbox) policyOf(spec pluginapi.ExecSpec) (confine.Policy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return localexec.Confinement{}, errors.New("the sandbox is closed")
+		return confine.Policy{}, errors.New("the sandbox is closed")
 	}
 	if s.scratch == "" {
 		if s.scratchIn != "" {
 			if err := os.MkdirAll(s.scratchIn, 0o700); err != nil {
-				return localexec.Confinement{}, fmt.Errorf("making the sandbox's private temporary directory: %w", err)
+				return confine.Policy{}, fmt.Errorf("making the sandbox's private temporary directory: %w", err)
 			}
 		}
 		dir, err := os.MkdirTemp(s.scratchIn, "dsh-sandbox-tmp-")
 		if err != nil {
-			return localexec.Confinement{}, fmt.Errorf("making the sandbox's private temporary directory: %w", err)
+			return confine.Policy{}, fmt.Errorf("making the sandbox's private temporary directory: %w", err)
 		}
 		s.scratch = dir
 	}
@@ -128,61 +153,80 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 	var roots []string
 	for _, r := range append([]string{spec.Workdir}, s.policy.WritableRoots...) {
 		if link := linkBeneath(r, append(slices.Clone(s.granted), s.scratch)); link != "" {
-			return localexec.Confinement{}, fmt.Errorf("writable root %s passes through the symlink %s, which lies where sandboxed commands can write: name the directory it points to instead", r, link)
+			return confine.Policy{}, fmt.Errorf("writable root %s passes through the symlink %s, which lies where sandboxed commands can write: name the directory it points to instead", r, link)
 		}
 		real, err := filepath.EvalSymlinks(r)
 		if err != nil {
-			return localexec.Confinement{}, fmt.Errorf("writable root %s: %w", r, err)
+			return confine.Policy{}, fmt.Errorf("writable root %s: %w", r, err)
 		}
 		if real == "/" {
-			return localexec.Confinement{}, fmt.Errorf("writable root %s is the whole filesystem: choose a workdir beneath it", r)
+			return confine.Policy{}, fmt.Errorf("writable root %s is the whole filesystem: choose a workdir beneath it", r)
 		}
 		roots = append(roots, real)
 	}
-	p := confine.Policy{
+	return confine.Policy{
 		Mode:          spec.SandboxMode,
 		WritableRoots: roots,
 		Scratch:       s.scratch,
 		Network:       s.policy.Network,
 		Limits:        s.policy.Limits.limits(),
-	}
-	key := p.Key()
-	sp, err := s.spawnerLocked(p)
-	if err != nil {
-		return localexec.Confinement{}, err
-	}
-	s.touch(key)
-	writable := []string{s.scratch}
-	if p.Mode == pluginapi.SandboxWorkspaceWrite {
-		writable = append(slices.Clone(roots), s.scratch)
-		s.grant(roots)
-	}
-	return localexec.Confinement{Launcher: &launcher{s: s, p: p, sp: sp}, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": s.scratch},
-		WritableRoots: writable, Limits: sp.Limits}, nil
+	}, nil
 }
 
-// spawnerLocked returns the spawner of p, starting one when there is none
-// (or the last one is gone); s.mu is held.
-func (s *sandbox) spawnerLocked(p confine.Policy) (*confine.Spawner, error) {
+// spawnerFor returns the spawner of p, starting one when there is none
+// (or the last one is gone). s.mu is held only to look and to record: a
+// spawner's start happens without it, and callers of the same policy wait
+// for that start outside it.
+func (s *sandbox) spawnerFor(p confine.Policy) (*confine.Spawner, error) {
 	key := p.Key()
-	sp := s.spawners[key]
-	if sp != nil {
-		select {
-		case <-sp.Gone():
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errors.New("the sandbox is closed")
+		}
+		if wait, ok := s.starting[key]; ok {
+			s.mu.Unlock()
+			<-wait
+			continue
+		}
+		sp := s.spawners[key]
+		var gone *confine.Spawner
+		if sp != nil {
+			select {
+			case <-sp.Gone():
+				gone, sp = sp, nil
+				delete(s.spawners, key)
+			default:
+			}
+		}
+		if sp != nil {
+			s.touch(key)
+			s.mu.Unlock()
+			return sp, nil
+		}
+		done := make(chan struct{})
+		s.starting[key] = done
+		s.mu.Unlock()
+		if gone != nil {
+			_ = gone.Close()
+		}
+		sp, err := confine.StartSpawner(fmt.Sprintf("/proc/self/fd/%d", s.self.Fd()), p)
+		s.mu.Lock()
+		delete(s.starting, key)
+		close(done)
+		if err == nil && s.closed {
+			s.mu.Unlock()
 			_ = sp.Close()
-			sp = nil
-		default:
+			return nil, errors.New("the sandbox is closed")
 		}
-	}
-	if sp == nil {
-		var err error
-		if sp, err = confine.StartSpawner(fmt.Sprintf("/proc/self/fd/%d", s.self.Fd()), p); err != nil {
-			delete(s.spawners, key)
-			return nil, err
+		if err == nil {
+			s.spawners[key] = sp
+			s.touch(key)
 		}
-		s.spawners[key] = sp
+		s.mu.Unlock()
+		return sp, err
 	}
-	return sp, nil
 }
 
 // launcher starts a command through the spawner of its policy; when that
@@ -202,13 +246,7 @@ func (l *launcher) Start(launch localexec.Launch) (localexec.Started, error) {
 	if err == nil || !errors.Is(err, confine.ErrSpawnerGone) {
 		return st, err
 	}
-	l.s.mu.Lock()
-	if l.s.closed {
-		l.s.mu.Unlock()
-		return nil, err
-	}
-	sp, serr := l.s.spawnerLocked(l.p)
-	l.s.mu.Unlock()
+	sp, serr := l.s.spawnerFor(l.p)
 	if serr != nil {
 		return nil, fmt.Errorf("%w; a new one did not start: %v", err, serr)
 	}
