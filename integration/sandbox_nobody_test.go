@@ -37,27 +37,7 @@ func TestSandboxContainmentUnprivileged(t *testing.T) {
 		}
 	}
 	tag := scenario(t)
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "dsh-host")
-	data, err := os.ReadFile(bins.host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(ws, nobody, nobody); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin, ws := nobodysWorkspace(t)
 
 	// A shared memory segment anyone may use.
 	shm, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o666)

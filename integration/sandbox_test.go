@@ -85,27 +85,7 @@ func TestRunSandboxedUnprivileged(t *testing.T) {
 		t.Skip("needs root, to become nobody with setpriv")
 	}
 	tag := scenario(t)
-	dir := t.TempDir() // dsh-host and a workspace nobody can reach
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "dsh-host")
-	data, err := os.ReadFile(bins.host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(ws, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin, ws := nobodysWorkspace(t)
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
 		bin, "run", "--executor", "bash-sandbox", "--workdir", ws, "--json", "--",
 		"id -u; touch inside; touch "+filepath.Join(dir, "outside"))
@@ -129,4 +109,32 @@ func TestRunSandboxedUnprivileged(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "outside")); err == nil {
 		t.Error("the write outside the workspace happened")
 	}
+}
+
+// nobodysWorkspace makes a directory nobody can reach, holding a copy of
+// dsh-host (bin) and a workspace of nobody's (ws).
+func nobodysWorkspace(t *testing.T) (dir, bin, ws string) {
+	t.Helper()
+	dir = t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin = filepath.Join(dir, "dsh-host")
+	data, err := os.ReadFile(bins.host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws = filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ws, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin, ws
 }

@@ -57,20 +57,25 @@ func nsField(pid, field string) int {
 // test's) whose field (NSpid, NSpgid) is n there: none once the
 // namespace is gone.
 func liveIn(ns, field string, n int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
+	var pids []int
+	for _, pid := range procPIDs() {
+		name := strconv.Itoa(pid)
+		if got, _ := os.Readlink(filepath.Join("/proc", name, "ns", "pid")); got != ns {
+			continue
+		}
+		if nsField(name, field) == n && alive(pid) {
+			pids = append(pids, pid)
+		}
 	}
+	return pids
+}
+
+// procPIDs lists the processes in /proc (none where it is missing).
+func procPIDs() []int {
+	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if got, _ := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); got != ns {
-			continue
-		}
-		if nsField(e.Name(), field) == n && alive(pid) {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
 			pids = append(pids, pid)
 		}
 	}
@@ -80,17 +85,9 @@ func liveIn(ns, field string, n int) []int {
 // groupMembers lists the live processes whose process group is pgid, read
 // from /proc. Zombies count as gone. It returns nil where /proc is missing.
 func groupMembers(pgid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+	for _, pid := range procPIDs() {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 		if err != nil {
 			continue
 		}
