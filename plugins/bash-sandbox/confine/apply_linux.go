@@ -164,10 +164,10 @@ const eperm = seccomp.ActionErrno | seccomp.Action(unix.EPERM)
 
 // seccompProgram assembles the filter: refused are io_uring, ptrace and
 // its relatives, changes to mounts, new namespaces, the kernel's own attack
-// surface; AF_UNIX sockets but stream pairs (a datagram socket can send to
-// any named socket it can see, which Landlock before ABI 9 does not
-// confine; a plain one could connect to one); and, unless p.Network,
-// every other socket and connect.
+// surface, prlimit of another process; sockets but AF_UNIX stream pairs (a
+// datagram socket can send to any named socket it can see, which Landlock
+// before ABI 9 does not confine; a plain one could connect to one), and
+// with p.Network, IP sockets; without it, connect.
 func seccompProgram(p Policy) ([]unix.SockFilter, error) {
 	refused := []seccomp.SyscallGroup{{
 		Action: eperm,
@@ -197,18 +197,28 @@ func seccompProgram(p Policy) ([]unix.SockFilter, error) {
 			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNET}}},
 			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUTS}}},
 			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWCGROUP}}},
-			{Name: "socketpair", Conditions: seccomp.ArgumentConditions{
-				{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX},
-				{Argument: 1, Operation: seccomp.BitsSet, Value: unix.SOCK_DGRAM}, // SOCK_DGRAM, and SOCK_RAW (a datagram socket too)
-			}},
+			// Socket pairs: AF_UNIX streams only. The family is compared
+			// on all 64 bits (an int to the kernel, which drops the high
+			// ones: a family with any of them set is refused); a type
+			// with the SOCK_DGRAM bit (SOCK_DGRAM, and SOCK_RAW, a
+			// datagram socket too) is refused.
+			{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+			{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.BitsSet, Value: unix.SOCK_DGRAM}}},
+			// No resource limits of another process (the run's init).
+			{Name: "prlimit64", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: 0}}},
 		},
 	}, {
 		Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
 		Names:  []string{"clone3"},
 	}}
 	if p.Network {
+		// IP sockets only: an allow-list, compared on all 64 bits, so that
+		// no family (AF_UNIX with high bits set, say) slips past it.
 		refused[0].NamesWithCondtions = append(refused[0].NamesWithCondtions, seccomp.NameWithConditions{
-			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX}},
+			Name: "socket", Conditions: seccomp.ArgumentConditions{
+				{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET},
+				{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET6},
+			},
 		})
 	} else {
 		refused[0].Names = append(refused[0].Names, "socket", "connect")
