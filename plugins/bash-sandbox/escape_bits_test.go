@@ -135,3 +135,57 @@ func mkdir(dir string) error { return os.Mkdir(dir, 0o755) }
 func containsLine(text, line string) bool {
 	return slices.Contains(strings.Split(text, "\n"), line)
 }
+
+// escapeGroup leaves the shell's process group: a child makes a group of
+// its own, and the shell (the old group's leader) joins it, so that the
+// old group is empty and signals to it reach nothing.
+const escapeGroup = `exec /usr/bin/python3 -c '
+import os, time
+print("py-ran", flush=True)
+c = os.fork()
+if c == 0:
+    os.setpgid(0, 0); time.sleep(60); os._exit(0)
+time.sleep(0.2)
+os.setpgid(0, c)
+time.sleep(60)
+'`
+
+// A run whose processes leave the shell's process group still ends at its
+// timeout, and at Kill: the sandbox ends the whole run.
+func TestContainTimeoutOfARunThatLeftItsGroup(t *testing.T) {
+	needTool(t, "/usr/bin/python3")
+	eachMode(t, func(t *testing.T, b *box, mode pluginapi.SandboxMode) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		began := time.Now()
+		res, err := pluginapi.RunRequest(ctx, b.x, pluginapi.ExecRequest{Command: escapeGroup, Workdir: b.ws, SandboxMode: mode, TimeoutMs: 1500}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); took > 20*time.Second || !res.TimedOut {
+			t.Errorf("ESCAPE (timeout): a run that left its group ran %s, timed out %v: %+v", took, res.TimedOut, res)
+		}
+		if res.Signal != "SIGKILL" {
+			t.Errorf("the run ended by %q, want SIGKILL past the grace: %+v", res.Signal, res)
+		}
+		spec, err := b.x.Resolve(ctx, pluginapi.ExecRequest{Command: escapeGroup, Workdir: b.ws, SandboxMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.x.Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the python left its group by now
+		killed := make(chan error, 1)
+		go func() { _, err := p.Kill(ctx); killed <- err }()
+		select {
+		case err := <-killed:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("ESCAPE (kill): Kill of a background run that left its group did not return")
+		}
+	})
+}

@@ -63,19 +63,35 @@ var errInitTimeout = errors.New("no answer in time")
 // came with it (-1 for none), waiting at most deadline (0: as long as it
 // takes).
 func readInitMsg(ctl int, deadline time.Duration) (initMsg, int, error) {
+	m, fds, err := readInitMsgFiles(ctl, deadline)
+	fd := -1
+	for i, f := range fds {
+		if i == 0 {
+			fd = f
+		} else {
+			unix.Close(f)
+		}
+	}
+	return m, fd, err
+}
+
+// readInitMsgFiles reads one message from a run's init, and the
+// descriptors that came with it (two at most), waiting at most deadline
+// (0: as long as it takes).
+func readInitMsgFiles(ctl int, deadline time.Duration) (initMsg, []int, error) {
 	if deadline > 0 {
 		fds := []unix.PollFd{{Fd: int32(ctl), Events: unix.POLLIN}}
 		for end := time.Now().Add(deadline); ; {
 			left := time.Until(end)
 			if left <= 0 {
-				return initMsg{}, -1, errInitTimeout
+				return initMsg{}, nil, errInitTimeout
 			}
 			n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
 			if err == unix.EINTR {
 				continue
 			}
 			if err != nil {
-				return initMsg{}, -1, err
+				return initMsg{}, nil, err
 			}
 			if n > 0 {
 				break
@@ -83,7 +99,7 @@ func readInitMsg(ctl int, deadline time.Duration) (initMsg, int, error) {
 		}
 	}
 	buf := make([]byte, initMsgSize)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(2*4))
 	var n, oobn int
 	var err error
 	for {
@@ -93,38 +109,27 @@ func readInitMsg(ctl int, deadline time.Duration) (initMsg, int, error) {
 		}
 	}
 	if err != nil {
-		return initMsg{}, -1, err
+		return initMsg{}, nil, err
 	}
-	fd := -1
+	var files []int
 	if oobn > 0 {
 		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 			for _, m := range msgs {
 				if got, err := unix.ParseUnixRights(&m); err == nil {
-					for _, f := range got {
-						if fd < 0 {
-							fd = f
-						} else {
-							unix.Close(f)
-						}
-					}
+					files = append(files, got...)
 				}
 			}
 		}
 	}
-	if n == 0 {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
-		return initMsg{}, -1, errors.New("the run's init is gone")
-	}
 	if n != initMsgSize {
-		if fd >= 0 {
-			unix.Close(fd)
+		closeAll(files)
+		if n == 0 {
+			return initMsg{}, nil, errors.New("the run's init is gone")
 		}
-		return initMsg{}, -1, fmt.Errorf("a message of %d bytes from the run's init", n)
+		return initMsg{}, nil, fmt.Errorf("a message of %d bytes from the run's init", n)
 	}
 	e := binary.NativeEndian
-	return initMsg{int32(e.Uint32(buf[0:])), int32(e.Uint32(buf[4:])), int32(e.Uint32(buf[8:]))}, fd, nil
+	return initMsg{int32(e.Uint32(buf[0:])), int32(e.Uint32(buf[4:])), int32(e.Uint32(buf[8:]))}, files, nil
 }
 
 // pidfdInfo reads a pidfd's process as this process's PID namespace

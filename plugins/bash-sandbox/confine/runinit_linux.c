@@ -49,26 +49,36 @@
 #define SYS_landlock_restrict_self 446
 #endif
 
-static void send_msg(int ctl, int32_t kind, int32_t a, int32_t b, int fd) {
+// send_msg sends one message, with up to two descriptors (those >= 0).
+static void send_msg2(int ctl, int32_t kind, int32_t a, int32_t b, int fd1, int fd2) {
 	struct dsh_msg m = {.kind = kind, .a = a, .b = b};
 	struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (fd >= 0) {
+	int fds[2], n = 0;
+	if (fd1 >= 0)
+		fds[n++] = fd1;
+	if (fd2 >= 0)
+		fds[n++] = fd2;
+	if (n > 0) {
 		memset(&u, 0, sizeof u);
 		h.msg_control = u.buf;
-		h.msg_controllen = sizeof u.buf;
+		h.msg_controllen = CMSG_SPACE(n * sizeof(int));
 		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
 	}
 	while (sendmsg(ctl, &h, MSG_NOSIGNAL) < 0 && errno == EINTR) {
 	}
+}
+
+static void send_msg(int ctl, int32_t kind, int32_t a, int32_t b, int fd) {
+	send_msg2(ctl, kind, a, b, fd, -1);
 }
 
 // The command's side, between its clone and its exec. It shares the
@@ -320,12 +330,17 @@ static void init_main(struct dsh_run *r) {
 	}
 	// The shell's pid as the plugin's PID namespace numbers it, read from
 	// the pidfd through the host's /proc before anyone can reap it.
+	// And this init's own pidfd: SIGKILL to it from outside ends the
+	// whole run, whatever its processes did with their groups.
 	int pidfd = syscall(SYS_pidfd_open, shell, 0);
+	int self = syscall(SYS_pidfd_open, getpid(), 0);
 	long outer = pidfd >= 0 ? outer_pid(hostproc, pidfd) : -1;
 	close(hostproc);
-	send_msg(r->ctl, DSH_MSG_STARTED, (int32_t)outer, 0, pidfd);
+	send_msg2(r->ctl, DSH_MSG_STARTED, (int32_t)outer, 0, pidfd, self);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (self >= 0)
+		close(self);
 
 	// Reap until the shell ends; then kill what is left, and reap that.
 	int status = 0, ended = 0, leftovers = 0;

@@ -204,13 +204,22 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
 		return nil, s.gonErr()
 	}
-	m, pidfd, err := s.awaitStart(ctl[0])
+	m, files, err := s.awaitStart(ctl[0])
 	if err != nil {
 		unix.Close(ctl[0])
 		return nil, err
 	}
+	pidfd, initfd := -1, -1
+	if len(files) > 0 {
+		pidfd = files[0]
+	}
+	if len(files) > 1 {
+		initfd = files[1]
+	}
+	closeAll(files[min(len(files), 2):])
 	switch {
 	case m.kind == msgFailed:
+		closeAll(files[:min(len(files), 2)])
 		unix.Close(ctl[0])
 		switch m.b {
 		case opChdir:
@@ -222,51 +231,49 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	case m.kind != msgStarted || pidfd < 0 || !believable(int(m.a), pidfd):
 		// Never a process of the run: a spawner (or init) that says so is
 		// not to be believed, and its groups are not to be killed.
-		if pidfd >= 0 {
-			unix.Close(pidfd)
-		}
+		closeAll(files[:min(len(files), 2)])
 		unix.Close(ctl[0])
 		s.fail(fmt.Errorf("%w: its run's init said %+v; it was killed, and will be replaced", ErrSpawnerGone, m))
 		return nil, s.gonErr()
 	}
 	running = true
 	s.running.Add(1)
-	return &spawned{s: s, pid: int(m.a), ctl: ctl[0], pidfd: pidfd, group: group}, nil
+	return &spawned{s: s, pid: int(m.a), ctl: ctl[0], pidfd: pidfd, init: initfd, group: group}, nil
 }
 
 // awaitStart waits for the run's init's first message, within
 // replyDeadline, as long as the spawner is neither gone nor stopped.
-func (s *Spawner) awaitStart(ctl int) (initMsg, int, error) {
+func (s *Spawner) awaitStart(ctl int) (initMsg, []int, error) {
 	deadline := time.Now().Add(replyDeadline)
 	for {
-		m, pidfd, err := readInitMsg(ctl, reportGrace)
+		m, files, err := readInitMsgFiles(ctl, reportGrace)
 		switch {
 		case err == nil:
-			return m, pidfd, nil
+			return m, files, nil
 		case err != errInitTimeout:
 			// The init (or the spawner, before it made one) is gone.
 			select {
 			case <-s.gone:
-				return m, -1, s.gonErr()
+				return m, nil, s.gonErr()
 			case <-time.After(reportGrace):
 			}
-			return m, -1, fmt.Errorf("sandbox spawner: the run ended before its command started: %v", err)
+			return m, nil, fmt.Errorf("sandbox spawner: the run ended before its command started: %v", err)
 		}
 		select {
 		case <-s.gone:
-			return m, -1, s.gonErr()
+			return m, nil, s.gonErr()
 		default:
 		}
 		if time.Now().After(deadline) || stopped(s.proc.Pid) {
 			s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or gave no answer in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
 			// A run it had started may have started its command before
 			// dying with it: that command ran, and must not be said not to.
-			if m, pidfd, err := readInitMsg(ctl, reportGrace); err == nil && m.kind == msgStarted {
-				return m, pidfd, nil
-			} else if pidfd >= 0 {
-				unix.Close(pidfd)
+			if m, files, err := readInitMsgFiles(ctl, reportGrace); err == nil && m.kind == msgStarted {
+				return m, files, nil
+			} else {
+				closeAll(files)
 			}
-			return m, -1, s.gonErr()
+			return m, nil, s.gonErr()
 		}
 	}
 }
@@ -360,11 +367,37 @@ type spawned struct {
 	ctl       int
 	pidfd     int
 	leftovers int
-	group     *runGroup // the run's memory control group, if any
-	reached   []string
+
+	mu sync.Mutex
+	// init is the run's init's pidfd (-1 once the run is over), and
+	// ended says the plugin killed it.
+	init    int
+	ended   bool
+	group   *runGroup // the run's memory control group, if any
+	reached []string
 }
 
 func (p *spawned) Pid() int { return p.pid }
+
+// Exited says whether the shell has ended (its pidfd says so): its pid,
+// and so its group's id, may be another process's by now.
+func (p *spawned) Exited() bool {
+	fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err != nil || n > 0
+}
+
+// EndRun kills the run's init: the kernel then kills every process of the
+// run, whatever groups or sessions they moved to.
+func (p *spawned) EndRun() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.init < 0 {
+		return
+	}
+	p.ended = true
+	_ = unix.PidfdSendSignal(p.init, unix.SIGKILL, nil, 0)
+}
 
 // Leftovers counts the processes killed in the run's namespace once its
 // shell ended (localexec adds them to the run's own count).
@@ -380,6 +413,12 @@ func (p *spawned) Wait() (syscall.WaitStatus, error) {
 	defer func() {
 		unix.Close(p.ctl)
 		unix.Close(p.pidfd)
+		p.mu.Lock()
+		if p.init >= 0 {
+			unix.Close(p.init)
+			p.init = -1
+		}
+		p.mu.Unlock()
 		p.reached = p.s.groups.give(p.group)
 		p.s.running.Add(-1)
 	}()
@@ -387,7 +426,14 @@ func (p *spawned) Wait() (syscall.WaitStatus, error) {
 	if fd >= 0 {
 		unix.Close(fd)
 	}
+	p.mu.Lock()
+	ended := p.ended
+	p.mu.Unlock()
 	switch {
+	case err != nil && ended:
+		// The plugin ended the run (a kill past the grace): the shell
+		// died by SIGKILL with the rest.
+		return syscall.WaitStatus(syscall.SIGKILL), nil
 	case err != nil:
 		return 0, errors.New("the run's init ended before it reported the command's end (its spawner died, or it was killed)")
 	case m.kind != msgExited:
