@@ -201,8 +201,9 @@ func (s *sandbox) spawnerFor(p confine.Policy) (*confine.Spawner, error) {
 			}
 		}
 		if sp != nil {
-			s.touch(key)
+			evicted := s.touch(key)
 			s.mu.Unlock()
+			closeSpawners(evicted)
 			return sp, nil
 		}
 		done := make(chan struct{})
@@ -220,11 +221,13 @@ func (s *sandbox) spawnerFor(p confine.Policy) (*confine.Spawner, error) {
 			_ = sp.Close()
 			return nil, errors.New("the sandbox is closed")
 		}
+		var evicted []*confine.Spawner
 		if err == nil {
 			s.spawners[key] = sp
-			s.touch(key)
+			evicted = s.touch(key)
 		}
 		s.mu.Unlock()
+		closeSpawners(evicted)
 		return sp, err
 	}
 }
@@ -300,10 +303,10 @@ func linkBeneath(path string, dirs []string) string {
 	return ""
 }
 
-// touch marks key most recently used and, past the bound, closes the
-// least recently used spawners that have nothing running (closing one
-// kills what it started); s.mu is held.
-func (s *sandbox) touch(key string) {
+// touch marks key most recently used and, past the bound, drops the least
+// recently used spawners that have nothing running, and returns them for
+// the caller to close once it let go of s.mu; s.mu is held.
+func (s *sandbox) touch(key string) (evicted []*confine.Spawner) {
 	s.recent = slices.DeleteFunc(s.recent, func(k string) bool { return k == key })
 	s.recent = append(s.recent, key)
 	for i := 0; len(s.recent) > maxSpawners && i < len(s.recent)-1; {
@@ -313,10 +316,19 @@ func (s *sandbox) touch(key string) {
 			continue
 		}
 		if sp := s.spawners[k]; sp != nil {
-			_ = sp.Close()
+			evicted = append(evicted, sp)
 		}
 		delete(s.spawners, k)
 		s.recent = slices.Delete(s.recent, i, i+1)
+	}
+	return evicted
+}
+
+// closeSpawners closes spawners, outside s.mu: a close waits for the
+// process.
+func closeSpawners(spawners []*confine.Spawner) {
+	for _, sp := range spawners {
+		_ = sp.Close()
 	}
 }
 

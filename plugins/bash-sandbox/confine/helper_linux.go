@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,7 +62,14 @@ func HelperMain() int {
 		_ = writeFrame(c, reply{Failure: err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, conf: conf, inits: map[int]bool{}, born: make(chan struct{}, 1)}
+	// The read end of the life pipe goes to every init, the write end
+	// stays here: an init sees the spawner's death as its end of file.
+	var life [2]int
+	if err := unix.Pipe2(life[:], unix.O_CLOEXEC); err != nil {
+		_ = writeFrame(c, reply{Failure: "the spawner's life pipe: " + err.Error()})
+		return 1
+	}
+	s := &spawnerState{c: c, conf: conf, life: life[0], inits: map[int]bool{}, born: make(chan struct{}, 1)}
 	if err := writeFrame(c, reply{Ready: true, Enforced: conf.enforced}); err != nil {
 		return 1
 	}
@@ -129,6 +137,7 @@ func setUpSpawner(p Policy) (*confinement, error) {
 type spawnerState struct {
 	c    *net.UnixConn
 	conf *confinement
+	life int // the read end of the life pipe
 	mu   sync.Mutex
 	// inits are the runs' inits not yet reaped.
 	inits map[int]bool
@@ -143,6 +152,7 @@ type runSpec struct {
 	dir        string
 	stdio      [3]int
 	ctl        int
+	life       int
 	landlock   int
 	filters    [][]unix.SockFilter
 	rlimits    []rlimit
@@ -187,7 +197,7 @@ func (s *spawnerState) start(req request, fds []int) {
 	argv := fromBytes(req.Argv)
 	spec := &runSpec{
 		path: argv[0], argv: argv, env: fromBytes(req.Env), dir: string(req.Dir),
-		stdio: [3]int{fds[0], fds[1], fds[2]}, ctl: ctl, landlock: s.conf.landlock, filters: s.conf.filters,
+		stdio: [3]int{fds[0], fds[1], fds[2]}, ctl: ctl, life: s.life, landlock: s.conf.landlock, filters: s.conf.filters,
 		cgroups:    fds[4:],
 		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true,
 		processes: req.PidMax,
@@ -231,16 +241,21 @@ func failOn(ctl int, err error, op int32) {
 func (s *spawnerState) reap() {
 	for range s.born {
 		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, 0, nil)
+			// Seen exited first, and reaped (its pid freed) only once it
+			// is out of s.inits: killAll never signals a freed pid.
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
 			if err == unix.EINTR {
 				continue
 			}
 			if err != nil {
 				break // none left: wait for the next
 			}
+			pid := int(siginfoPid(&info))
 			s.mu.Lock()
 			delete(s.inits, pid)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 			s.mu.Unlock()
 		}
 	}
@@ -254,4 +269,11 @@ func (s *spawnerState) killAll() {
 	for pid := range s.inits {
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
+}
+
+// siginfoPid is the si_pid of a SIGCHLD siginfo (waitid's).
+func siginfoPid(info *unix.Siginfo) int32 {
+	// si_signo, si_errno, si_code (3 int32s), then on 64-bit a pad, then
+	// si_pid.
+	return *(*int32)(unsafe.Pointer(uintptr(unsafe.Pointer(info)) + 16))
 }

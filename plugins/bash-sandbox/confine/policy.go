@@ -91,6 +91,7 @@ var Uncontained = []string{
 	"processes: on a kernel before 6.14 (no pid_max per PID namespace), the limit is RLIMIT_NPROC over the user's processes in the spawner's user namespace, and none for root",
 	"memory: not limited unless sandbox.limits.memoryMiB asks, and then only where a cgroup v1 memory controller is available to a root plugin",
 	"network: with sandbox.network true, every TCP and UDP destination the host reaches (unix sockets stay refused)",
+	"planted symlinks: a workdir through a symlink a confined command planted is refused only for roots this plugin process granted; after a restart, or in another host, name the real directory",
 }
 
 // deviceFiles are written by ordinary commands (`> /dev/null`) and are

@@ -59,6 +59,7 @@ func startRun(r *runSpec) (int, error) {
 		run.stdio[i] = C.int(fd)
 	}
 	run.ctl = C.int(r.ctl)
+	run.life = C.int(r.life)
 	run.landlock = C.int(r.landlock)
 
 	if n := len(r.filters); n > 0 {

@@ -240,10 +240,13 @@ static int limit_pids(long n) {
 }
 
 static void init_main(struct dsh_run *r) {
-	// Every signal stays blocked (the clone happened with all blocked):
-	// the handlers are the Go runtime's, which must never run here. As a
-	// namespace's init it ignores what it has no handler for anyway, but
-	// SIGKILL from outside.
+	// Every signal stays blocked (the clone happened with all blocked) but
+	// the two glibc reserves for itself (32 and 33, which its wrappers
+	// neither block nor reset): the handlers are the Go runtime's, which
+	// must never run here. As a namespace's init it ignores what it has no
+	// handler for anyway, but SIGKILL from outside; glibc's handler for 33
+	// acts only on a signal from its own process, and Landlock's signal
+	// scope keeps the command's from it.
 	for (int sig = 1; sig < 65; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
@@ -256,9 +259,10 @@ static void init_main(struct dsh_run *r) {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(1);
 
-	int keep[8 + 3];
+	int keep[8 + 4];
 	int n = 0;
 	keep[n++] = r->ctl;
+	keep[n++] = r->life;
 	keep[n++] = r->landlock;
 	for (int i = 0; i < 3; i++)
 		keep[n++] = r->stdio[i];
@@ -268,10 +272,10 @@ static void init_main(struct dsh_run *r) {
 		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
 		_exit(0);
 	}
-	// A spawner that died before PR_SET_PDEATHSIG closed its end of the
-	// control socket (this process's copy of that end is closed above).
-	struct pollfd p = {.fd = r->ctl, .events = POLLRDHUP};
-	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+	// A spawner that died before PR_SET_PDEATHSIG took with it the only
+	// write end of its life pipe (this process's copy is closed above).
+	struct pollfd p = {.fd = r->life, .events = POLLIN};
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
 		_exit(1);
 	for (int i = 0; i < r->ncgroups; i++) {
 		if (write(r->cgroups[i], "0", 1) != 1) {

@@ -55,6 +55,7 @@ struct dsh_run {
 	char *dir;
 	int stdio[3];
 	int ctl; // the init's end of the control socket (SOCK_SEQPACKET)
+	int life; // the read end of a pipe whose write end only the spawner holds
 	int landlock; // a Landlock ruleset to enforce, or -1
 	struct dsh_filter *filters;
 	int nfilters;

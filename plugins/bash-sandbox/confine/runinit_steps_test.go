@@ -158,11 +158,18 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 		defer groups.close()
 	}
 
+	var life [2]int // as the spawner's: the inits get the read end
+	if err := unix.Pipe2(life[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(life[0])
+	defer unix.Close(life[1])
+
 	run := func(v stepVariant) (time.Duration, error) {
 		began := time.Now()
 		spec := &runSpec{
 			path: "/bin/true", argv: []string{"/bin/true"}, dir: dir,
-			stdio: [3]int{stdin, stdout, stdout}, landlock: -1,
+			stdio: [3]int{stdin, stdout, stdout}, life: life[0], landlock: -1,
 			cloneflags: v.cloneflags, mountProc: v.mountProc,
 		}
 		if v.confine {
