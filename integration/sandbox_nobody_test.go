@@ -29,11 +29,11 @@ const nobody = 65534
 func TestSandboxContainmentUnprivileged(t *testing.T) {
 	setpriv, err := exec.LookPath("setpriv")
 	if os.Getuid() != 0 || err != nil {
-		t.Skip("needs root, to become nobody with setpriv")
+		skipOrFail(t, "needs root, to become nobody with setpriv")
 	}
 	for _, tool := range []string{"ipcs", "prlimit", "/usr/bin/python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
+			skipOrFail(t, "needs %s", tool)
 		}
 	}
 	tag := scenario(t)

@@ -82,7 +82,7 @@ func TestRunSandboxModes(t *testing.T) {
 func TestRunSandboxedUnprivileged(t *testing.T) {
 	setpriv, err := exec.LookPath("setpriv")
 	if os.Getuid() != 0 || err != nil {
-		t.Skip("needs root, to become nobody with setpriv")
+		skipOrFail(t, "needs root, to become nobody with setpriv")
 	}
 	tag := scenario(t)
 	dir, bin, ws := nobodysWorkspace(t)

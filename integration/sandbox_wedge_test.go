@@ -89,7 +89,7 @@ func startWedgeServer(t *testing.T, tag string, user wedgeUser, settings string)
 	t.Helper()
 	setpriv, _ := exec.LookPath("setpriv")
 	if user.nobody && (os.Getuid() != 0 || setpriv == "") {
-		t.Skip("needs root, to become nobody with setpriv")
+		skipOrFail(t, "needs root, to become nobody with setpriv")
 	}
 	// A short $TMPDIR: the plugin's socket goes beneath it, and a unix
 	// socket's path has at most 107 bytes (a t.TempDir() is too long).

@@ -56,16 +56,12 @@ except OSError as e:
 func TestContainSocketFamilyHighBits(t *testing.T) {
 	calls, ok := socketCalls[runtime.GOARCH]
 	if !ok {
-		t.Skipf("no system call numbers for %s", runtime.GOARCH)
+		skipOrFail(t, "no system call numbers for %s", runtime.GOARCH)
 	}
 	needTool(t, "/usr/bin/python3")
 	for _, network := range []bool{false, true} {
 		t.Run(fmt.Sprintf("network=%v", network), func(t *testing.T) {
-			x, err := bashsandbox.New(bashsandbox.SandboxPolicy{Network: network})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { x.Close(context.Background()) })
+			x := newExecutor(t, bashsandbox.SandboxPolicy{Network: network})
 			dir := t.TempDir()
 			ws := filepath.Join(dir, "ws")
 			if err := mkdir(ws); err != nil {
@@ -186,6 +182,18 @@ func TestContainTimeoutOfARunThatLeftItsGroup(t *testing.T) {
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatal("ESCAPE (kill): Kill of a background run that left its group did not return")
+		}
+	})
+}
+
+// A confined command makes no namespace of its own: a user namespace would
+// give it capabilities over what it then creates.
+func TestContainNoNewNamespaces(t *testing.T) {
+	needTool(t, "unshare")
+	eachMode(t, func(t *testing.T, b *box, mode pluginapi.SandboxMode) {
+		res := attack(t, b, mode, `unshare --user --map-root-user true; echo unshare $?; unshare --user --fork true; echo fork $?`)
+		if containsLine(res.Stdout.Text, "unshare 0") || containsLine(res.Stdout.Text, "fork 0") {
+			t.Errorf("ESCAPE (namespaces): a confined command made a user namespace: stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
 		}
 	})
 }

@@ -56,15 +56,7 @@ func containBox(t *testing.T) *box {
 	if unix.Access("/etc", unix.W_OK) == nil {
 		return newBox(t)
 	}
-	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := x.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
 	root := t.TempDir()
 	b := &box{t: t, x: x, ws: filepath.Join(root, "ws"), outside: []string{filepath.Join(root, "sibling")}}
 	for _, dir := range []string{b.ws, b.outside[0]} {
@@ -111,7 +103,7 @@ func needTool(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: %v", tool, err)
+			skipOrFail(t, "%s is not installed: %v", tool, err)
 		}
 	}
 }

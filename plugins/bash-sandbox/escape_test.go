@@ -25,9 +25,11 @@ type box struct {
 	outside []string
 }
 
-func newBox(t *testing.T) *box {
+// newExecutor is a bash-sandbox executor of policy, closed when the test
+// ends.
+func newExecutor(t *testing.T, policy bashsandbox.SandboxPolicy) *bashsandbox.Executor {
 	t.Helper()
-	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
+	x, err := bashsandbox.New(policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +38,12 @@ func newBox(t *testing.T) *box {
 			t.Error(err)
 		}
 	})
+	return x
+}
+
+func newBox(t *testing.T) *box {
+	t.Helper()
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
 	root := t.TempDir()
 	b := &box{t: t, x: x, ws: filepath.Join(root, "ws")}
 	home, _ := os.UserHomeDir()

@@ -16,11 +16,7 @@ import (
 // limitedBox is a bash-sandbox configured with small limits.
 func limitedBox(t *testing.T, processes int, tmpMiB int64) *bashsandbox.Executor {
 	t.Helper()
-	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close(context.Background()) })
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
 	raw, _ := json.Marshal(map[string]any{bashsandbox.PolicyKey: map[string]any{
 		"limits": map[string]any{"processes": processes, "tmpMiB": tmpMiB},
 	}})
@@ -106,13 +102,9 @@ func TestTmpIsBounded(t *testing.T) {
 // and its facts say so.
 func TestMemoryLimitStopsARun(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("a memory control group needs a root plugin")
+		skipOrFail(t, "a memory control group needs a root plugin")
 	}
-	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close(context.Background()) })
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
 	raw, _ := json.Marshal(map[string]any{bashsandbox.PolicyKey: map[string]any{"limits": map[string]any{"memoryMiB": 64}}})
 	if err := x.Configure(context.Background(), raw); err != nil {
 		t.Fatal(err)
@@ -121,7 +113,7 @@ func TestMemoryLimitStopsARun(t *testing.T) {
 	limits := strings.Join(res.Sandbox.Limits, ";")
 	if !strings.Contains(limits, "memory 64 MiB") {
 		if strings.Contains(limits, "memory not limited") {
-			t.Skipf("no memory controller here: %s", limits)
+			skipOrFail(t, "no memory controller here: %s", limits)
 		}
 		t.Fatalf("facts do not show the memory limit: %s", limits)
 	}

@@ -55,10 +55,17 @@ func TestRunInitSteps(t *testing.T) {
 		return
 	}
 	n, _ := strconv.Atoi(os.Getenv(stepsVar))
+	ci := os.Getenv("CI") == "true"
+	if n <= 0 && ci {
+		n = 3 // in CI, a few runs of each step: every variant still starts and ends
+	}
 	if n <= 0 {
 		t.Skipf("set %s=<runs per step> to time the steps of a run's start", stepsVar)
 	}
 	if os.Geteuid() != 0 {
+		if ci {
+			t.Fatal("under CI=true the steps must run: they need root")
+		}
 		t.Skip("timing the steps needs root: new PID, IPC and mount namespaces, a /proc mount and control groups")
 	}
 	ns := mountNamespace()
@@ -66,7 +73,7 @@ func TestRunInitSteps(t *testing.T) {
 		t.Fatal("cannot read this process's mount namespace")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRunInitSteps$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), stepsChildVar+"="+ns)
+	cmd.Env = append(os.Environ(), stepsChildVar+"="+ns, stepsVar+"="+strconv.Itoa(n))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
