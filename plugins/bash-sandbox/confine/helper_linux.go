@@ -3,7 +3,6 @@
 package confine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -69,7 +68,7 @@ func HelperMain() int {
 		_ = writeFrame(c, reply{Failure: "the spawner's life pipe: " + err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, conf: conf, life: life[0], inits: map[int]bool{}, born: make(chan struct{}, 1)}
+	s := &spawnerState{c: c, conf: conf, life: life[0], inits: map[int]bool{}, born: make(chan struct{}, 1), spec: initSpecOf(p, conf, life[0])}
 	if err := writeFrame(c, reply{Ready: true, Enforced: conf.enforced}); err != nil {
 		return 1
 	}
@@ -77,11 +76,17 @@ func HelperMain() int {
 	for {
 		var req request
 		fds, err := readFrame(c, &req)
+		closeAll(fds) // a request carries none
 		if err != nil {
 			s.killAll()
 			return 0
 		}
-		s.start(req, fds)
+		for range min(req.Inits, maxInitsAsked) {
+			if err := s.makeInit(); err != nil {
+				s.killAll()
+				return 0
+			}
+		}
 	}
 }
 
@@ -138,6 +143,8 @@ type spawnerState struct {
 	c    *net.UnixConn
 	conf *confinement
 	life int // the read end of the life pipe
+	// spec is every init's, but for its socket.
+	spec initSpec
 	mu   sync.Mutex
 	// inits are the runs' inits not yet reaped.
 	inits map[int]bool
@@ -145,18 +152,14 @@ type spawnerState struct {
 	born chan struct{}
 }
 
-// runSpec is one run as the init takes it (runinit_linux.h).
-type runSpec struct {
-	path       string
-	argv, env  []string
-	dir        string
-	stdio      [3]int
+// initSpec is a run's init as it is made, ahead of its run
+// (runinit_linux.h).
+type initSpec struct {
 	ctl        int
 	life       int
 	landlock   int
 	filters    [][]unix.SockFilter
 	rlimits    []rlimit
-	cgroups    []int
 	cloneflags uintptr
 	mountProc  bool
 	// processes bounds the run's PID namespace (0: no bound there).
@@ -168,72 +171,52 @@ type rlimit struct {
 	cur, max uint64
 }
 
-// start starts one run: the request's files are the command's standard
-// files (stdin only when the request says so), the socket to the plugin
-// for the run's init, and the run's control groups. A run that cannot
-// start says why on that socket.
-func (s *spawnerState) start(req request, fds []int) {
-	defer func() { closeAll(fds) }()
-	want := 3 + req.Cgroups
-	if req.Stdin {
-		want++
-	}
-	if req.Cgroups < 0 || len(fds) != want {
-		return // no telling which is the socket: closing them all tells
-	}
-	ctl := fds[want-1-req.Cgroups]
-	if len(req.Argv) == 0 {
-		failOn(ctl, unix.EINVAL, opSpawner)
-		return
-	}
-	if !req.Stdin {
-		null, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			failOn(ctl, err, opSpawner)
-			return
-		}
-		fds = append([]int{null}, fds...)
-	}
-	argv := fromBytes(req.Argv)
-	spec := &runSpec{
-		path: argv[0], argv: argv, env: fromBytes(req.Env), dir: string(req.Dir),
-		stdio: [3]int{fds[0], fds[1], fds[2]}, ctl: ctl, life: s.life, landlock: s.conf.landlock, filters: s.conf.filters,
-		cgroups:    fds[4:],
+// initSpecOf is what every init of policy p is made with: new PID, IPC and
+// mount namespaces, a /proc of its own, the confinement of its command,
+// and p's process limit (its PID namespace's pid_max since Linux 6.14;
+// RLIMIT_NPROC before, which counts all the user's processes and spares
+// root).
+func initSpecOf(p Policy, conf *confinement, life int) initSpec {
+	spec := initSpec{
+		life: life, landlock: conf.landlock, filters: conf.filters,
 		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true,
-		processes: req.PidMax,
 	}
-	if n := req.Nproc; n > 0 {
-		spec.rlimits = append(spec.rlimits, rlimit{unix.RLIMIT_NPROC, uint64(n), uint64(n)})
+	if n := p.Limits.Processes; n > 0 {
+		if perNamespacePidMax() {
+			spec.processes = n
+		} else {
+			spec.rlimits = append(spec.rlimits, rlimit{unix.RLIMIT_NPROC, uint64(n), uint64(n)})
+		}
 	}
+	return spec
+}
+
+// makeInit makes one run's init, and hands the plugin its socket; or
+// tells it why it could not. Only a broken connection to the plugin is an
+// error.
+func (s *spawnerState) makeInit() error {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return writeFrame(s.c, reply{InitFailure: "a run's socket: " + err.Error()})
+	}
+	defer unix.Close(pair[0])
+	spec := s.spec
+	spec.ctl = pair[1]
 	s.mu.Lock() // no kill-all between the start and the record
-	pid, err := startRun(spec)
+	pid, err := startInit(&spec)
 	if err == nil {
 		s.inits[pid] = true
 	}
 	s.mu.Unlock()
+	unix.Close(pair[1])
 	if err != nil {
-		failOn(ctl, err, opSpawner)
-		return
+		return writeFrame(s.c, reply{InitFailure: "starting a run's init: " + err.Error()})
 	}
 	select {
 	case s.born <- struct{}{}:
 	default:
 	}
-}
-
-// failOn tells a run's plugin, on its socket, that the run could not
-// start: err at step op.
-func failOn(ctl int, err error, op int32) {
-	errno, ok := err.(unix.Errno)
-	if !ok {
-		errno = unix.EIO
-	}
-	var m [initMsgSize]byte
-	e := binary.NativeEndian
-	e.PutUint32(m[0:], msgFailed)
-	e.PutUint32(m[4:], uint32(errno))
-	e.PutUint32(m[8:], uint32(op))
-	_ = unix.Sendmsg(ctl, m[:], nil, nil, unix.MSG_NOSIGNAL)
+	return writeFrame(s.c, reply{Init: true}, pair[0])
 }
 
 // reap reaps the runs' inits as they exit, for as long as the spawner

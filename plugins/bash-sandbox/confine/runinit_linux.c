@@ -4,11 +4,12 @@
 // of a Go process, where no Go code may run: it makes only system calls,
 // allocates nothing, and never returns into Go.
 //
-// The spawner calls dsh_start_run for each command. It clones an init into
-// new PID, IPC and mount namespaces. The init mounts the run's /proc, joins
-// the run's control groups, and starts the command's shell as PID 2, which
-// confines itself (no capabilities, no_new_privs, Landlock, seccomp,
-// limits) and executes. The init reaps what the command leaves, and when
+// The spawner calls dsh_start_init ahead of each command: it clones an init
+// into new PID, IPC and mount namespaces, which mounts the run's /proc and
+// waits. When the plugin sends it its run (the command, its files and
+// control groups), the init joins the groups and starts the command's
+// shell as PID 2, which confines itself (no capabilities, no_new_privs,
+// Landlock, seccomp, limits) and executes. The init reaps what the command leaves, and when
 // the shell ends it kills every process left in the namespace, reaps them,
 // reports the shell's status and the number killed, and exits. When the
 // spawner dies, the init dies (PR_SET_PDEATHSIG), and with it, by the
@@ -81,10 +82,23 @@ static void send_msg(int ctl, int32_t kind, int32_t a, int32_t b, int fd) {
 	send_msg2(ctl, kind, a, b, fd, -1);
 }
 
+// A run, as its init received it: every pointer is into the init's own
+// memory.
+struct dsh_run {
+	char *path;
+	char **argv;
+	char **envp;
+	char *dir;
+	int stdio[3];
+	int cgroups[DSH_RUN_MAX_CGROUPS];
+	int ncgroups;
+};
+
 // The command's side, between its clone and its exec. It shares the
 // init's memory (CLONE_VM | CLONE_VFORK): it writes only its own stack and
 // the failure it reports.
 struct child {
+	struct dsh_init *init;
 	struct dsh_run *run;
 	int failed_op;
 	int failed_errno;
@@ -98,6 +112,7 @@ static int fail(struct child *c, int op) {
 
 static int command_main(void *arg) {
 	struct child *c = arg;
+	struct dsh_init *w = c->init;
 	struct dsh_run *r = c->run;
 	int moved[3];
 	for (int i = 0; i < 3; i++) {
@@ -113,8 +128,8 @@ static int command_main(void *arg) {
 		fail(c, DSH_OP_CONFINE);
 	if (chdir(r->dir) < 0)
 		fail(c, DSH_OP_CHDIR);
-	for (int i = 0; i < r->nrlimits; i++)
-		if (setrlimit(r->rlimits[i].resource, &r->rlimits[i].lim) < 0)
+	for (int i = 0; i < w->nrlimits; i++)
+		if (setrlimit(w->rlimits[i].resource, &w->rlimits[i].lim) < 0)
 			fail(c, DSH_OP_CONFINE);
 	// No capability, now or after exec, root or not.
 	for (int cap = 0; cap < 64; cap++)
@@ -129,10 +144,10 @@ static int command_main(void *arg) {
 		fail(c, DSH_OP_CONFINE);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(c, DSH_OP_CONFINE);
-	if (r->landlock >= 0 && syscall(SYS_landlock_restrict_self, r->landlock, 0) < 0)
+	if (w->landlock >= 0 && syscall(SYS_landlock_restrict_self, w->landlock, 0) < 0)
 		fail(c, DSH_OP_CONFINE);
-	for (int i = 0; i < r->nfilters; i++) {
-		struct sock_fprog prog = {.len = r->filters[i].len, .filter = r->filters[i].code};
+	for (int i = 0; i < w->nfilters; i++) {
+		struct sock_fprog prog = {.len = w->filters[i].len, .filter = w->filters[i].code};
 		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 			fail(c, DSH_OP_CONFINE);
 	}
@@ -239,7 +254,109 @@ static int limit_pids(long n) {
 	return write_file("/proc/sys/kernel/ns_last_pid", v);
 }
 
-static void init_main(struct dsh_run *r) {
+// recv_all reads n bytes of the run into buf, in messages of at most
+// DSH_RUN_CHUNK: 0, or -1 when the socket ends first (or errs).
+static int recv_all(int ctl, char *buf, size_t n) {
+	size_t got = 0;
+	while (got < n) {
+		size_t want = n - got < DSH_RUN_CHUNK ? n - got : DSH_RUN_CHUNK;
+		ssize_t k = recv(ctl, buf + got, want, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EPIPE;
+			return -1;
+		}
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+// split points out at the count NUL-terminated strings from *p on, before
+// end, and moves *p past them: -1 when they do not fit.
+static int split(char **p, char *end, char **out, int count) {
+	for (int i = 0; i < count; i++) {
+		char *nul = memchr(*p, 0, (size_t)(end - *p));
+		if (!nul)
+			return -1;
+		out[i] = *p;
+		*p = nul + 1;
+	}
+	out[count] = NULL;
+	return 0;
+}
+
+// receive_run waits for the plugin's run on ctl and fills r: 1 when it
+// came, 0 when the socket ended first (the plugin let this init go), -1
+// (errno set) when it came malformed.
+static int receive_run(int ctl, struct dsh_run *r) {
+	struct dsh_run_header h;
+	struct iovec iov = {.iov_base = &h, .iov_len = sizeof h};
+	union {
+		char buf[CMSG_SPACE((3 + DSH_RUN_MAX_CGROUPS) * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	ssize_t n;
+	while ((n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+	}
+	if (n == 0)
+		return 0;
+	if (n < 0)
+		return -1;
+	int fds[3 + DSH_RUN_MAX_CGROUPS], nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k && nfds < (int)(sizeof fds / sizeof fds[0]); i++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	}
+	int stdin_sent = (h.flags & DSH_RUN_STDIN) != 0;
+	if (n != sizeof h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h.kind != DSH_RUN || h.argc < 1 ||
+	    h.envc < 0 || h.ncgroups < 0 || h.ncgroups > DSH_RUN_MAX_CGROUPS || h.size < 1 ||
+	    h.size > DSH_RUN_MAX_SIZE || h.argc > h.size || h.envc > h.size ||
+	    nfds != stdin_sent + 2 + h.ncgroups) {
+		errno = EINVAL;
+		return -1;
+	}
+	char *buf = mmap(NULL, (size_t)h.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char **ptrs = mmap(NULL, ((size_t)h.argc + (size_t)h.envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED || ptrs == MAP_FAILED)
+		return -1;
+	if (recv_all(ctl, buf, (size_t)h.size) < 0)
+		return -1;
+	char *p = buf, *end = buf + h.size;
+	r->argv = ptrs;
+	r->envp = ptrs + h.argc + 1;
+	if (split(&p, end, r->argv, h.argc) < 0 || split(&p, end, r->envp, h.envc) < 0 ||
+	    memchr(p, 0, (size_t)(end - p)) == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	r->path = r->argv[0];
+	r->dir = p;
+	int k = 0;
+	if (stdin_sent) {
+		r->stdio[0] = fds[k++];
+	} else {
+		// The spawner's /dev/null, on its read-only mount: the plugin's is
+		// on a writable one, whose metadata a command could change.
+		r->stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (r->stdio[0] < 0)
+			return -1;
+	}
+	r->stdio[1] = fds[k++];
+	r->stdio[2] = fds[k++];
+	r->ncgroups = h.ncgroups;
+	for (int i = 0; i < h.ncgroups; i++)
+		r->cgroups[i] = fds[k++];
+	return 1;
+}
+
+static void init_main(struct dsh_init *w) {
 	// Every signal stays blocked (the clone happened with all blocked) but
 	// the two glibc reserves for itself (32 and 33, which its wrappers
 	// neither block nor reset): the handlers are the Go runtime's, which
@@ -259,77 +376,81 @@ static void init_main(struct dsh_run *r) {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(1);
 
-	int keep[8 + 4];
-	int n = 0;
-	keep[n++] = r->ctl;
-	keep[n++] = r->life;
-	keep[n++] = r->landlock;
-	for (int i = 0; i < 3; i++)
-		keep[n++] = r->stdio[i];
-	for (int i = 0; i < r->ncgroups && n < (int)(sizeof keep / sizeof keep[0]); i++)
-		keep[n++] = r->cgroups[i];
-	if (keep_only(keep, n) < 0) {
-		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
+	int keep[] = {w->ctl, w->life, w->landlock};
+	if (keep_only(keep, sizeof keep / sizeof keep[0]) < 0) {
+		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
 		_exit(0);
 	}
 	// A spawner that died before PR_SET_PDEATHSIG took with it the only
 	// write end of its life pipe (this process's copy is closed above).
-	struct pollfd p = {.fd = r->life, .events = POLLIN};
+	struct pollfd p = {.fd = w->life, .events = POLLIN};
 	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
 		_exit(1);
-	for (int i = 0; i < r->ncgroups; i++) {
-		if (write(r->cgroups[i], "0", 1) != 1) {
-			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_CGROUP, -1);
-			_exit(0);
-		}
-		close(r->cgroups[i]);
-	}
 	// The host's /proc, before the run's covers it: the shell's pid as the
 	// plugin knows it is read there. Close-on-exec, and closed before the
 	// command runs anything.
 	int hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (hostproc < 0) {
-		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
+		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
 		_exit(0);
 	}
-	if (r->mount_proc) {
+	if (w->mount_proc) {
 		// Writable until the run's pid_max is set.
 		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
+			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
 			_exit(0);
 		}
-		if (r->processes > 0 && limit_pids(r->processes) < 0) {
-			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_LIMITS, -1);
+		if (w->processes > 0 && limit_pids(w->processes) < 0) {
+			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_LIMITS, -1);
 			_exit(0);
 		}
 		if (mount(NULL, "/proc", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-			send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
+			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
 			_exit(0);
 		}
+	}
+
+	// Ready: the rest waits for the run.
+	struct dsh_run run;
+	memset(&run, 0, sizeof run);
+	struct dsh_run *r = &run;
+	switch (receive_run(w->ctl, r)) {
+	case 0:
+		_exit(0); // let go unused
+	case -1:
+		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
+		_exit(0);
+	}
+	for (int i = 0; i < r->ncgroups; i++) {
+		if (write(r->cgroups[i], "0", 1) != 1) {
+			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CGROUP, -1);
+			_exit(0);
+		}
+		close(r->cgroups[i]);
 	}
 
 	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED) {
-		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
+		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
 		_exit(0);
 	}
-	struct child c = {.run = r};
+	struct child c = {.init = w, .run = r};
 	pid_t shell = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	if (shell < 0) {
-		send_msg(r->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
+		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
 		_exit(0);
 	}
 	munmap(stack, COMMAND_STACK);
-	if (r->landlock >= 0)
-		close(r->landlock);
+	if (w->landlock >= 0)
+		close(w->landlock);
 	for (int i = 0; i < 3; i++)
 		close(r->stdio[i]);
 	if (c.failed_op) {
 		int st;
 		while (waitpid(shell, &st, 0) < 0 && errno == EINTR) {
 		}
-		send_msg(r->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op, -1);
+		send_msg(w->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op, -1);
 		_exit(0);
 	}
 	// The shell's pid as the plugin's PID namespace numbers it, read from
@@ -340,7 +461,7 @@ static void init_main(struct dsh_run *r) {
 	int self = syscall(SYS_pidfd_open, getpid(), 0);
 	long outer = pidfd >= 0 ? outer_pid(hostproc, pidfd) : -1;
 	close(hostproc);
-	send_msg2(r->ctl, DSH_MSG_STARTED, (int32_t)outer, 0, pidfd, self);
+	send_msg2(w->ctl, DSH_MSG_STARTED, (int32_t)outer, 0, pidfd, self);
 	if (pidfd >= 0)
 		close(pidfd);
 	if (self >= 0)
@@ -367,19 +488,19 @@ static void init_main(struct dsh_run *r) {
 			leftovers++;
 		}
 	}
-	send_msg(r->ctl, DSH_MSG_EXITED, status, leftovers, -1);
+	send_msg(w->ctl, DSH_MSG_EXITED, status, leftovers, -1);
 	_exit(0);
 }
 
-int dsh_start_run(struct dsh_run *r) {
+int dsh_start_init(struct dsh_init *w) {
 	// With every signal blocked from before the clone, no Go signal
 	// handler can run in the child.
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	long pid = syscall(SYS_clone, r->cloneflags | SIGCHLD, 0, 0, 0, 0);
+	long pid = syscall(SYS_clone, w->cloneflags | SIGCHLD, 0, 0, 0, 0);
 	if (pid == 0)
-		init_main(r); // never returns
+		init_main(w); // never returns
 	int err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return pid < 0 ? -err : (int)pid;

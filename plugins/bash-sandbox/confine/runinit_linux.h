@@ -47,28 +47,47 @@ struct dsh_rlimit {
 	struct rlimit lim;
 };
 
-// A run, as the spawner prepared it: every pointer is C memory.
-struct dsh_run {
-	char *path;
-	char **argv;
-	char **envp;
-	char *dir;
-	int stdio[3];
-	int ctl; // the init's end of the control socket (SOCK_SEQPACKET)
+// A run's init, as the spawner makes it ahead of its run: every pointer is
+// C memory.
+struct dsh_init {
+	int ctl; // the init's end of the run's socket (SOCK_SEQPACKET)
 	int life; // the read end of a pipe whose write end only the spawner holds
 	int landlock; // a Landlock ruleset to enforce, or -1
 	struct dsh_filter *filters;
 	int nfilters;
 	struct dsh_rlimit *rlimits;
 	int nrlimits;
-	int *cgroups; // cgroup.procs files to write "0" into, or NULL
-	int ncgroups;
 	unsigned long cloneflags; // the namespaces of the run
 	int mount_proc; // mount a /proc of the run's PID namespace
 	long processes; // the run's process limit (its pid_max), or 0
 };
 
-// dsh_start_run starts the run's init and returns its pid, or -errno.
-int dsh_start_run(struct dsh_run *run);
+// The run, as the plugin sends it on the init's socket once the init is
+// ready: one header, with the files (stdin when DSH_RUN_STDIN says so,
+// stdout, stderr, then ncgroups cgroup.procs files to join), then size
+// bytes in messages of at most DSH_RUN_CHUNK bytes: argc NUL-terminated
+// arguments (the first is the program), envc NUL-terminated environment
+// strings, and the working directory, NUL-terminated.
+struct dsh_run_header {
+	int32_t kind; // DSH_RUN
+	int32_t flags;
+	int32_t argc;
+	int32_t envc;
+	int32_t ncgroups;
+	int32_t pad;
+	int64_t size;
+};
+
+enum {
+	DSH_RUN = 0x52554e31, // "RUN1"
+	DSH_RUN_STDIN = 1,
+	DSH_RUN_CHUNK = 32 * 1024,
+	DSH_RUN_MAX_SIZE = 16 << 20,
+	DSH_RUN_MAX_CGROUPS = 4,
+};
+
+// dsh_start_init starts a run's init in new namespaces, ready for its run:
+// it returns the init's pid, or -errno.
+int dsh_start_init(struct dsh_init *init);
 
 #endif

@@ -34,7 +34,7 @@ const stepsChildVar = "DSH_BENCH_STEPS_PARENT_MNT_NS"
 const stepDeadline = 10 * time.Second
 
 // TestRunInitSteps times what each step of a run's start adds: /bin/true
-// started through startRun and waited for, with no namespaces, then with
+// started through startInit and sendRun and waited for, with no namespaces, then with
 // a new PID namespace, + IPC, + mount, + the run's /proc, + the
 // confinement (Landlock and seccomp), + the pids and memory control
 // groups (taken from and given back to the spawner's pool, as it does). Every
@@ -174,11 +174,12 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 
 	run := func(v stepVariant) (time.Duration, error) {
 		began := time.Now()
-		spec := &runSpec{
-			path: "/bin/true", argv: []string{"/bin/true"}, dir: dir,
-			stdio: [3]int{stdin, stdout, stdout}, life: life[0], landlock: -1,
-			cloneflags: v.cloneflags, mountProc: v.mountProc,
+		spec := &initSpec{life: life[0], landlock: -1, cloneflags: v.cloneflags, mountProc: v.mountProc}
+		run, err := newRunRequest([]string{"/bin/true"}, nil, dir)
+		if err != nil {
+			return 0, err
 		}
+		run.stdin, run.stdout, run.stderr = stdin, stdout, stdout
 		if v.confine {
 			spec.landlock, spec.filters = conf.landlock, conf.filters
 		}
@@ -188,9 +189,9 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 			if group, err = groups.take(); err != nil {
 				return 0, err
 			}
-			spec.cgroups = []int{group.procs}
+			run.cgroups = []int{group.procs}
 		}
-		err := startAndWait(spec)
+		err = startAndWait(spec, run)
 		groups.give(group) // kept for the next run, as the spawner does
 		return time.Since(began), err
 	}
@@ -226,22 +227,25 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 	}
 }
 
-// startAndWait starts spec's init with a control socket of its own, drives
-// it through the command's start and end as the spawner's watch does, and
+// startAndWait starts spec's init with a socket of its own, sends it run,
+// drives it through the command's start and end as the plugin does, and
 // reaps it. It fails unless the command exited 0.
-func startAndWait(spec *runSpec) error {
+func startAndWait(spec *initSpec, run runRequest) error {
 	ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(ctl[0])
 	spec.ctl = ctl[1]
-	pid, err := startRun(spec)
+	pid, err := startInit(spec)
 	unix.Close(ctl[1])
 	if err != nil {
 		return fmt.Errorf("starting the run's init: %w", err)
 	}
-	err = driveInit(ctl[0])
+	err = sendRun(ctl[0], run)
+	if err == nil {
+		err = driveInit(ctl[0])
+	}
 	if err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}

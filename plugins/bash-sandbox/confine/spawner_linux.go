@@ -22,12 +22,14 @@ import (
 // it had started is left to the executor's leftover hunt.
 var ErrSpawnerGone = errors.New("the sandbox spawner is gone")
 
-// Spawner is the process that starts commands under its policy, each in a
-// run of its own (namespaces and an init, runinit_linux.c), at the cost of
-// a fork rather than of a helper binary per command. It is a
-// localexec.Launcher. A run's init talks to the plugin directly, over a
-// socket pair the plugin makes for the run: the command's start (with its
-// pidfd) or why it could not start, then its end.
+// Spawner is the process that makes the runs of commands under its
+// policy, each in namespaces of its own under an init (runinit_linux.c). It
+// is a localexec.Launcher. It keeps inits ready ahead of their runs (their
+// namespaces made and their /proc mounted), so a command's start costs
+// neither a fork of the spawner nor a hop through it: the plugin sends the
+// run to a ready init over the init's socket, and the init answers there
+// (the command's start, with its pidfd, or why it could not start; then
+// its end).
 type Spawner struct {
 	// Enforced is what is in force for every command it starts.
 	Enforced []string
@@ -42,6 +44,10 @@ type Spawner struct {
 	wmu  sync.Mutex // one request written at a time
 
 	running atomic.Int64 // runs started and not yet waited for
+
+	// ready holds the ready inits' sockets (or why one could not be
+	// made), in the order the spawner sent them.
+	ready chan readyInit
 
 	mu   sync.Mutex
 	gone chan struct{}
@@ -103,7 +109,7 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 		localexec.ForgetHelper(proc.Pid)
 		return nil, fmt.Errorf("sandbox spawner: %w", err)
 	}
-	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), gone: make(chan struct{})}
+	s := &Spawner{proc: proc, conn: conn.(*net.UnixConn), gone: make(chan struct{}), ready: make(chan readyInit, maxReady)}
 	var ready reply
 	_ = s.conn.SetReadDeadline(time.Now().Add(startTimeout))
 	_, err = readFrame(s.conn, &ready)
@@ -127,18 +133,65 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 	s.limits, s.groups = p.Limits, newRunGroups(p.Limits)
 	s.Limits = s.groups.facts(p.Limits)
 	go s.watch()
+	if err := s.ask(readyInits); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
-// watch closes Gone once the spawner is gone: it says nothing after it is
-// ready, so anything it sends, or the end of its socket, ends it.
+// readyInits is how many inits a spawner keeps ready: each one taken is
+// replaced at once, so that commands started one after another, or two
+// at a time, find one waiting.
+const readyInits = 2
+
+// maxReady bounds the ready inits the plugin holds: more would be asked
+// for only by starts racing for them, and are let go.
+const maxReady = 8
+
+// readyInit is a ready init's socket, or why the spawner could not make
+// one.
+type readyInit struct {
+	ctl int
+	err error
+}
+
+// watch takes the ready inits the spawner sends, and closes Gone once the
+// spawner is gone: anything else it says, or the end of its socket, ends
+// it.
 func (s *Spawner) watch() {
-	var r reply
-	fds, err := readFrame(s.conn, &r)
-	closeAll(fds)
-	if err == nil {
-		err = fmt.Errorf("it said %+v after it was ready", r)
-		s.conn.Close()
+	var err error
+	for {
+		var r reply
+		var fds []int
+		fds, err = readFrame(s.conn, &r)
+		if err != nil {
+			break
+		}
+		got := readyInit{ctl: -1}
+		switch {
+		case r.Init && len(fds) == 1:
+			got.ctl, fds = fds[0], nil
+			// A send to an init never waits long: it reads its run at once.
+			tv := unix.NsecToTimeval(replyDeadline.Nanoseconds())
+			_ = unix.SetsockoptTimeval(got.ctl, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+		case r.InitFailure != "":
+			got.err = fmt.Errorf("sandbox spawner: %s", r.InitFailure)
+		default:
+			closeAll(fds)
+			err = fmt.Errorf("it said %+v after it was ready", r)
+			s.conn.Close()
+		}
+		if err != nil {
+			break
+		}
+		select {
+		case s.ready <- got:
+		default:
+			if got.ctl >= 0 {
+				unix.Close(got.ctl) // more than any start will take
+			}
+		}
 	}
 	s.mu.Lock()
 	if s.err == nil {
@@ -148,23 +201,71 @@ func (s *Spawner) watch() {
 	s.mu.Unlock()
 }
 
+// ask asks the spawner for n more ready inits.
+func (s *Spawner) ask(n int) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
+	err := writeFrame(s.conn, request{Inits: n})
+	_ = s.conn.SetWriteDeadline(time.Time{})
+	if err != nil {
+		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
+		return s.gonErr()
+	}
+	return nil
+}
+
+// take takes a ready init. When none is
+// ready it waits for one, within replyDeadline, as long as the spawner is
+// neither gone nor stopped.
+func (s *Spawner) take() (int, error) {
+	var got readyInit
+	select {
+	case got = <-s.ready:
+	default:
+		deadline := time.NewTimer(replyDeadline)
+		defer deadline.Stop()
+		tick := time.NewTicker(reportGrace)
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case got = <-s.ready:
+				break wait
+			case <-s.gone:
+				return -1, s.gonErr()
+			case <-tick.C:
+				if !stopped(s.proc.Pid) {
+					continue
+				}
+			case <-deadline.C:
+			}
+			s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or made no run's init in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
+			return -1, s.gonErr()
+		}
+	}
+	return got.ctl, got.err
+}
+
 // StartsElsewhere marks a Spawner a localexec.ElsewhereLauncher: its
 // commands are the children of their runs' inits.
 func (s *Spawner) StartsElsewhere() {}
 
-// Start implements localexec.Launcher: it asks the spawner for a run, and
-// waits for the run's init to say the command started (or why not).
+// Start implements localexec.Launcher: it sends the run to a ready init,
+// and waits for the init to say the command started (or why not).
 func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	select {
 	case <-s.gone:
 		return nil, s.gonErr()
 	default:
 	}
-	var fds []int
-	for _, f := range l.Files {
-		if f != nil {
-			fds = append(fds, int(f.Fd()))
-		}
+	run, err := newRunRequest(l.Argv, l.Env, l.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox spawner: %w", err)
+	}
+	run.stdout, run.stderr = int(l.Files[1].Fd()), int(l.Files[2].Fd())
+	if l.Files[0] != nil {
+		run.stdin = int(l.Files[0].Fd())
 	}
 	group, err := s.groups.take()
 	if err != nil {
@@ -176,37 +277,32 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 			s.groups.give(group)
 		}
 	}()
-	ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox spawner: %w", err)
-	}
-	fds = append(fds, ctl[1])
-	req := request{Argv: toBytes(l.Argv), Env: toBytes(l.Env), Dir: []byte(l.Dir), Stdin: l.Files[0] != nil}
 	if group != nil {
-		fds = append(fds, group.procs)
-		req.Cgroups = 1
+		run.cgroups = []int{group.procs}
 	}
-	if s.limits.Processes > 0 {
-		if perNamespacePidMax() {
-			req.PidMax = s.limits.Processes
-		} else {
-			req.Nproc = s.limits.Processes
+	ctl, err := s.take()
+	if err != nil {
+		return nil, err
+	}
+	// The init taken is replaced once the command runs (or could not):
+	// the spawner's fork of the next one does not delay this one's start.
+	defer func() { _ = s.ask(1) }()
+	var m initMsg
+	var files []int
+	if err = sendRun(ctl, run); err == nil {
+		m, files, err = s.awaitStart(ctl)
+	} else if m, files, err = readInitMsgFiles(ctl, reportGrace); err != nil {
+		// The init is gone, and said nothing (it failed its setup, it
+		// says why instead): its spawner with it, most likely.
+		select {
+		case <-s.gone:
+			err = s.gonErr()
+		case <-time.After(reportGrace):
+			err = fmt.Errorf("sandbox spawner: the run's init is gone")
 		}
 	}
-	s.wmu.Lock()
-	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
-	err = writeFrame(s.conn, req, fds...)
-	_ = s.conn.SetWriteDeadline(time.Time{})
-	s.wmu.Unlock()
-	unix.Close(ctl[1])
 	if err != nil {
-		unix.Close(ctl[0])
-		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
-		return nil, s.gonErr()
-	}
-	m, files, err := s.awaitStart(ctl[0])
-	if err != nil {
-		unix.Close(ctl[0])
+		unix.Close(ctl)
 		return nil, err
 	}
 	pidfd, initfd := -1, -1
@@ -220,7 +316,7 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	switch {
 	case m.kind == msgFailed:
 		closeAll(files[:min(len(files), 2)])
-		unix.Close(ctl[0])
+		unix.Close(ctl)
 		switch m.b {
 		case opChdir:
 			return nil, &os.PathError{Op: "chdir", Path: l.Dir, Err: syscall.Errno(m.a)}
@@ -229,19 +325,19 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 		}
 		return nil, fmt.Errorf("sandbox spawner: the run could not be confined: %s: %v", opName(m.b), syscall.Errno(m.a))
 	case m.kind != msgStarted || pidfd < 0 || !believable(int(m.a), pidfd):
-		// Never a process of the run: a spawner (or init) that says so is
-		// not to be believed, and its groups are not to be killed.
+		// Never a process of the run: an init that says so is not to be
+		// believed, and its groups are not to be killed.
 		closeAll(files[:min(len(files), 2)])
-		unix.Close(ctl[0])
+		unix.Close(ctl)
 		s.fail(fmt.Errorf("%w: its run's init said %+v; it was killed, and will be replaced", ErrSpawnerGone, m))
 		return nil, s.gonErr()
 	}
 	running = true
 	s.running.Add(1)
-	return &spawned{s: s, pid: int(m.a), ctl: ctl[0], pidfd: pidfd, init: initfd, group: group}, nil
+	return &spawned{s: s, pid: int(m.a), ctl: ctl, pidfd: pidfd, init: initfd, group: group}, nil
 }
 
-// awaitStart waits for the run's init's first message, within
+// awaitStart waits for the run's init's first answer, within
 // replyDeadline, as long as the spawner is neither gone nor stopped.
 func (s *Spawner) awaitStart(ctl int) (initMsg, []int, error) {
 	deadline := time.Now().Add(replyDeadline)
@@ -251,7 +347,7 @@ func (s *Spawner) awaitStart(ctl int) (initMsg, []int, error) {
 		case err == nil:
 			return m, files, nil
 		case err != errInitTimeout:
-			// The init (or the spawner, before it made one) is gone.
+			// The init is gone.
 			select {
 			case <-s.gone:
 				return m, nil, s.gonErr()
@@ -336,6 +432,7 @@ const closeGrace = 2 * time.Second
 // Close ends the spawner: it kills what it started, and exits.
 func (s *Spawner) Close() error {
 	s.conn.Close()
+	defer s.letGo()
 	done := make(chan struct{})
 	go func() {
 		_, _ = s.proc.Wait()
@@ -351,6 +448,21 @@ func (s *Spawner) Close() error {
 	<-s.gone
 	s.groups.close()
 	return nil
+}
+
+// letGo closes the sockets of the ready inits still held, once the spawner
+// is gone: nothing adds to them any more.
+func (s *Spawner) letGo() {
+	for {
+		select {
+		case got := <-s.ready:
+			if got.ctl >= 0 {
+				unix.Close(got.ctl)
+			}
+		default:
+			return
+		}
+	}
 }
 
 // Idle says whether nothing the spawner started is still running.

@@ -15,39 +15,23 @@ import (
 )
 
 // The spawner and the plugin talk over a Unix stream socket pair in
-// frames: a 4-byte big-endian length, then that much JSON. A request's
+// frames: a 4-byte big-endian length, then that much JSON. A frame's
 // files ride with its length, as SCM_RIGHTS.
 
-// maxFrame bounds a frame: a command and its environment, with room.
-const maxFrame = 16 << 20
+// maxFrame bounds a frame.
+const maxFrame = 1 << 20
 
-// maxFrameFiles bounds the files a frame carries: three standard ones, a
-// run's socket to the plugin, and its control group.
-const maxFrameFiles = 8
+// maxFrameFiles bounds the files a frame carries: a ready init's socket.
+const maxFrameFiles = 1
 
-// request asks the spawner to start a run. Arguments, environment and
-// directory are bytes (base64 in the JSON): they need not be UTF-8. Its
-// files: stdin (when Stdin says so), stdout, stderr, the socket the run's
-// init talks to the plugin on, then Cgroups cgroup.procs files.
+// request asks the spawner for Inits more runs' inits, made ready ahead of
+// their runs (at most maxInitsAsked at once).
 type request struct {
-	Argv [][]byte `json:"argv"`
-	Env  [][]byte `json:"env"`
-	Dir  []byte   `json:"dir"`
-	// Stdin says the first file is stdin; without it the spawner opens
-	// /dev/null itself, on its own read-only mount (the plugin's /dev/null
-	// is on a writable one: a command could change its metadata).
-	Stdin bool `json:"stdin,omitempty"`
-	// Cgroups counts the files after the standard ones: cgroup.procs files
-	// of the run's control groups, for its init to join.
-	Cgroups int `json:"cgroups,omitempty"`
-	// PidMax, when not 0, bounds the run's PID namespace to that many
-	// processes and threads (Linux 6.14 and later).
-	PidMax int `json:"pidMax,omitempty"`
-	// Nproc, when not 0, is the command's RLIMIT_NPROC: the process limit
-	// where PidMax is not (it counts all the user's processes in the
-	// spawner's user namespace, and spares root).
-	Nproc int `json:"nproc,omitempty"`
+	Inits int `json:"inits"`
 }
+
+// maxInitsAsked bounds the inits one request asks for.
+const maxInitsAsked = 8
 
 func toBytes(ss []string) [][]byte {
 	out := make([][]byte, len(ss))
@@ -65,12 +49,15 @@ func fromBytes(bs [][]byte) []string {
 	return out
 }
 
-// reply is what the spawner says once: that it is ready, with what is in
-// force, or why it cannot be.
+// reply is what the spawner says: first that it is ready, with what is in
+// force, or why it cannot be; then, once per init asked for, a ready init
+// (Init: its socket rides along) or why it could not make one.
 type reply struct {
-	Ready    bool     `json:"ready,omitempty"`
-	Enforced []string `json:"enforced,omitempty"`
-	Failure  string   `json:"failure,omitempty"`
+	Ready       bool     `json:"ready,omitempty"`
+	Enforced    []string `json:"enforced,omitempty"`
+	Failure     string   `json:"failure,omitempty"`
+	Init        bool     `json:"init,omitempty"`
+	InitFailure string   `json:"initFailure,omitempty"`
 }
 
 // writeFrame writes v, with fds attached to its length.

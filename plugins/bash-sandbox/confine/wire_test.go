@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"encoding/binary"
 	"net"
 	"os"
 	"strings"
@@ -13,8 +14,8 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
-// A request crosses the socket whole: bytes that are not UTF-8, a body
-// larger than one socket buffer, and its three files.
+// A frame crosses the socket whole: bytes that are not UTF-8, a body
+// larger than one socket buffer, and its file (a ready init's socket).
 func TestFrameCarriesBytesAndFiles(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -37,11 +38,11 @@ func TestFrameCarriesBytesAndFiles(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	big := strings.Repeat("x", 1<<20)
-	sent := request{Argv: toBytes([]string{"/bin/bash", "-c", "caf\xe9 " + big}), Env: toBytes([]string{"K=\xff"}), Dir: []byte("/tmp/caf\xe9")}
+	big := strings.Repeat("x", maxFrame/2)
+	sent := policyWire{Mode: "workspace-write", WritableRoots: toBytes([]string{"/tmp/caf\xe9" + big}), Scratch: []byte("/t\xff")}
 	done := make(chan error, 1)
-	go func() { done <- writeFrame(a, sent, int(r.Fd()), int(w.Fd()), int(w.Fd())) }()
-	var got request
+	go func() { done <- writeFrame(a, sent, int(w.Fd())) }()
+	var got policyWire
 	gotFds, err := readFrame(b, &got)
 	if err != nil {
 		t.Fatal(err)
@@ -50,18 +51,43 @@ func TestFrameCarriesBytesAndFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeAll(gotFds)
-	if fromBytes(got.Argv)[2] != "caf\xe9 "+big || fromBytes(got.Env)[0] != "K=\xff" || string(got.Dir) != "/tmp/caf\xe9" {
-		t.Errorf("the request changed on the way: dir %q", got.Dir)
+	if fromBytes(got.WritableRoots)[0] != "/tmp/caf\xe9"+big || string(got.Scratch) != "/t\xff" {
+		t.Errorf("the frame changed on the way: scratch %q", got.Scratch)
 	}
-	if len(gotFds) != 3 {
-		t.Fatalf("%d files came, want 3", len(gotFds))
+	if len(gotFds) != 1 {
+		t.Fatalf("%d files came, want 1", len(gotFds))
 	}
-	if _, err := unix.Write(gotFds[1], []byte("through")); err != nil {
+	if _, err := unix.Write(gotFds[0], []byte("through")); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 7)
 	if n, _ := r.Read(buf); string(buf[:n]) != "through" {
 		t.Errorf("the passed pipe carried %q", buf[:n])
+	}
+}
+
+// A frame larger than maxFrame is refused, and its files closed.
+func TestFrameTooLarge(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fds[1]), "")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer unix.Close(fds[0])
+	var head [4]byte
+	binary.BigEndian.PutUint32(head[:], maxFrame+1)
+	if _, err := unix.Write(fds[0], head[:]); err != nil {
+		t.Fatal(err)
+	}
+	var v policyWire
+	if _, err := readFrame(c.(*net.UnixConn), &v); err == nil || !strings.Contains(err.Error(), "a frame of") {
+		t.Errorf("a frame of %d bytes read: %v", maxFrame+1, err)
 	}
 }
 
