@@ -6,14 +6,15 @@
 //
 // The spawner calls dsh_start_init ahead of each command: it clones an init
 // into new PID, IPC and mount namespaces, which mounts the run's /proc and
-// waits. When the plugin sends it its run (the command, its files and
-// control groups), the init joins the groups and starts the command's
-// shell as PID 2, which confines itself (no capabilities, no_new_privs,
-// Landlock, seccomp, limits) and executes. The init reaps what the command leaves, and when
-// the shell ends it kills every process left in the namespace, reaps them,
-// reports the shell's status and the number killed, and exits. When the
-// spawner dies, the init dies (PR_SET_PDEATHSIG), and with it, by the
-// kernel's hand, everything in its namespace.
+// starts the command's process as PID 2. That process confines itself (no
+// capabilities, no_new_privs, Landlock, seccomp, limits) and waits: when
+// the plugin sends it its run (the command, its files and control
+// groups), it joins the groups, takes the files, and executes the shell.
+// The init reaps what the command leaves, and when the shell ends it kills
+// every process left in the namespace, reaps them, reports the shell's
+// status and the number killed, and exits. When the spawner dies, the init
+// dies (PR_SET_PDEATHSIG), and with it, by the kernel's hand, everything
+// in its namespace.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -94,14 +95,16 @@ struct dsh_run {
 	int ncgroups;
 };
 
-// The command's side, between its clone and its exec. It shares the
-// init's memory (CLONE_VM | CLONE_VFORK): it writes only its own stack and
+// The command's side, from its clone, ahead of the run, to its exec. It
+// shares the init's memory (CLONE_VM | CLONE_VFORK), the init waiting: it
+// writes only its own stack, the run it receives (in memory it maps), and
 // the failure it reports.
 struct child {
 	struct dsh_init *init;
 	struct dsh_run *run;
 	int failed_op;
 	int failed_errno;
+	int let_go; // the plugin let the init go unused
 };
 
 static int fail(struct child *c, int op) {
@@ -110,24 +113,15 @@ static int fail(struct child *c, int op) {
 	_exit(127);
 }
 
+static int receive_run(int ctl, struct dsh_run *r);
+
 static int command_main(void *arg) {
 	struct child *c = arg;
 	struct dsh_init *w = c->init;
 	struct dsh_run *r = c->run;
-	int moved[3];
-	for (int i = 0; i < 3; i++) {
-		// Above 2 first, so that dup2 below cannot overwrite one of them.
-		moved[i] = fcntl(r->stdio[i], F_DUPFD_CLOEXEC, 3);
-		if (moved[i] < 0)
-			fail(c, DSH_OP_STDIO);
-	}
-	for (int i = 0; i < 3; i++)
-		if (dup2(moved[i], i) < 0)
-			fail(c, DSH_OP_STDIO);
+	// Confined before the run comes: its start costs only the exec.
 	if (setpgid(0, 0) < 0)
 		fail(c, DSH_OP_CONFINE);
-	if (chdir(r->dir) < 0)
-		fail(c, DSH_OP_CHDIR);
 	for (int i = 0; i < w->nrlimits; i++)
 		if (setrlimit(w->rlimits[i].resource, &w->rlimits[i].lim) < 0)
 			fail(c, DSH_OP_CONFINE);
@@ -151,6 +145,34 @@ static int command_main(void *arg) {
 		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 			fail(c, DSH_OP_CONFINE);
 	}
+	if (w->landlock >= 0)
+		close(w->landlock);
+
+	// The run.
+	switch (receive_run(w->ctl, r)) {
+	case 0:
+		c->let_go = 1;
+		_exit(0);
+	case -1:
+		fail(c, DSH_OP_SETUP);
+	}
+	// Its control groups (a process may move itself into a group whose
+	// cgroup.procs it holds open for writing, as its own user).
+	for (int i = 0; i < r->ncgroups; i++)
+		if (write(r->cgroups[i], "0", 1) != 1)
+			fail(c, DSH_OP_CGROUP);
+	int moved[3];
+	for (int i = 0; i < 3; i++) {
+		// Above 2 first, so that dup2 below cannot overwrite one of them.
+		moved[i] = fcntl(r->stdio[i], F_DUPFD_CLOEXEC, 3);
+		if (moved[i] < 0)
+			fail(c, DSH_OP_STDIO);
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(moved[i], i) < 0)
+			fail(c, DSH_OP_STDIO);
+	if (chdir(r->dir) < 0)
+		fail(c, DSH_OP_CHDIR);
 	// Nothing but the three standard files reaches the command.
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		fail(c, DSH_OP_SETUP);
@@ -410,32 +432,17 @@ static void init_main(struct dsh_init *w) {
 		}
 	}
 
-	// Ready: the rest waits for the run.
+	// Ready: the command's process, confined, waits for the run, and this
+	// init for its exec (or its end).
 	struct dsh_run run;
 	memset(&run, 0, sizeof run);
-	struct dsh_run *r = &run;
-	switch (receive_run(w->ctl, r)) {
-	case 0:
-		_exit(0); // let go unused
-	case -1:
-		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
-		_exit(0);
-	}
-	for (int i = 0; i < r->ncgroups; i++) {
-		if (write(r->cgroups[i], "0", 1) != 1) {
-			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CGROUP, -1);
-			_exit(0);
-		}
-		close(r->cgroups[i]);
-	}
-
 	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED) {
 		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
 		_exit(0);
 	}
-	struct child c = {.init = w, .run = r};
+	struct child c = {.init = w, .run = &run};
 	pid_t shell = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	if (shell < 0) {
 		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
@@ -444,13 +451,12 @@ static void init_main(struct dsh_init *w) {
 	munmap(stack, COMMAND_STACK);
 	if (w->landlock >= 0)
 		close(w->landlock);
-	for (int i = 0; i < 3; i++)
-		close(r->stdio[i]);
-	if (c.failed_op) {
+	if (c.failed_op || c.let_go) {
 		int st;
 		while (waitpid(shell, &st, 0) < 0 && errno == EINTR) {
 		}
-		send_msg(w->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op, -1);
+		if (c.failed_op)
+			send_msg(w->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op, -1);
 		_exit(0);
 	}
 	// The shell's pid as the plugin's PID namespace numbers it, read from

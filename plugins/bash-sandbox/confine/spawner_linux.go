@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -219,6 +218,12 @@ func (s *Spawner) ask(n int) error {
 // ready it waits for one, within replyDeadline, as long as the spawner is
 // neither gone nor stopped.
 func (s *Spawner) take() (int, error) {
+	// A stopped spawner makes no more inits and reaps none: it is
+	// replaced before its ready ones run out.
+	if stopped(s.proc.Pid) {
+		s.fail(fmt.Errorf("%w: it is stopped; it was killed, and will be replaced", ErrSpawnerGone))
+		return -1, s.gonErr()
+	}
 	var got readyInit
 	select {
 	case got = <-s.ready:
@@ -414,15 +419,13 @@ func (s *Spawner) gonErr() error {
 	return s.err
 }
 
-// stopped says whether process pid is stopped (SIGSTOP) or traced.
+// stopped says whether the spawner, process pid (a child of this one), is
+// stopped by a signal, or gone: one system call, which leaves its state
+// to be waited for.
 func stopped(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // gone
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err != nil || siginfoPid(&info) == int32(pid)
 }
 
 // closeGrace is how long a closing spawner has to kill what it started and
