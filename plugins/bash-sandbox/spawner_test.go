@@ -193,3 +193,70 @@ func TestStoppedSpawnerDoesNotHoldARun(t *testing.T) {
 		t.Errorf("after the stopped spawner: %+v %v", res, err)
 	}
 }
+
+// A run's init shares its spawner's address space, and so does its
+// command's process until it executes: what they map there (a stack, the
+// run as received) is unmapped by the init once the command executed, or
+// by the spawner once it reaped an init that was killed first. Many runs,
+// large ones among them, and runs killed at their timeout, leave the
+// spawner's address space as it was.
+func TestSpawnerAddressSpaceStaysFlat(t *testing.T) {
+	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	big := "true " + strings.Repeat("x", 100_000) // several chunks, its own mapping
+	runs := func(n int) {
+		t.Helper()
+		for i := range n {
+			req := pluginapi.ExecRequest{Command: "true", Workdir: ws}
+			switch i % 4 {
+			case 1:
+				req.Command = big
+			case 2:
+				req.Command, req.TimeoutMs = "sleep 10", 50 // its init killed past the grace
+			}
+			res, err := pluginapi.RunRequest(ctx, x, req, nil)
+			if err != nil || res.Sandbox == nil || res.Sandbox.RunnerFailure != "" {
+				t.Fatalf("run %d: %+v %v", i, res, err)
+			}
+		}
+	}
+	size := func(pid int) (kb, maps int) {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmSize:"); ok {
+				kb, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			}
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kb, strings.Count(string(data), "\n")
+	}
+	runs(8) // the spawner, its ready runs, and its Go runtime settle
+	sp := spawners(t)
+	if len(sp) != 1 {
+		t.Fatalf("%d spawners, want 1", len(sp))
+	}
+	time.Sleep(200 * time.Millisecond) // killed inits reaped
+	kb0, maps0 := size(sp[0])
+	runs(80)
+	time.Sleep(200 * time.Millisecond)
+	kb1, maps1 := size(sp[0])
+	t.Logf("spawner %d: %d kB in %d mappings, then %d kB in %d after 80 more runs", sp[0], kb0, maps0, kb1, maps1)
+	// 20 runs' worth of the command's 256 KiB stack, or of a 100 KB run,
+	// left mapped would add 5 MiB and more: far past what the Go runtime's
+	// own growth could.
+	if kb1-kb0 > 2048 || maps1-maps0 > 8 {
+		t.Errorf("the spawner's address space grew from %d kB in %d mappings to %d kB in %d over 80 runs", kb0, maps0, kb1, maps1)
+	}
+}

@@ -68,7 +68,7 @@ func HelperMain() int {
 		_ = writeFrame(c, reply{Failure: "the spawner's life pipe: " + err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, conf: conf, life: life[0], inits: map[int]bool{}, born: make(chan struct{}, 1), spec: initSpecOf(p, conf, life[0])}
+	s := &spawnerState{c: c, conf: conf, life: life[0], inits: map[int]*initMem{}, born: make(chan struct{}, 1), spec: initSpecOf(p, conf, life[0])}
 	if err := writeFrame(c, reply{Ready: true, Enforced: conf.enforced}); err != nil {
 		return 1
 	}
@@ -146,8 +146,8 @@ type spawnerState struct {
 	// spec is every init's, but for its socket.
 	spec initSpec
 	mu   sync.Mutex
-	// inits are the runs' inits not yet reaped.
-	inits map[int]bool
+	// inits are the runs' inits not yet reaped, with their memory.
+	inits map[int]*initMem
 	// born wakes the reaper when an init starts.
 	born chan struct{}
 }
@@ -203,9 +203,9 @@ func (s *spawnerState) makeInit() error {
 	spec := s.spec
 	spec.ctl = pair[1]
 	s.mu.Lock() // no kill-all between the start and the record
-	pid, err := startInit(&spec)
+	pid, mem, err := startInit(&spec)
 	if err == nil {
-		s.inits[pid] = true
+		s.inits[pid] = mem
 	}
 	s.mu.Unlock()
 	unix.Close(pair[1])
@@ -236,10 +236,12 @@ func (s *spawnerState) reap() {
 			}
 			pid := int(siginfoPid(&info))
 			s.mu.Lock()
+			mem := s.inits[pid]
 			delete(s.inits, pid)
 			var ws unix.WaitStatus
 			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 			s.mu.Unlock()
+			mem.release()
 		}
 	}
 }

@@ -19,26 +19,46 @@ import (
 // haveRunInit says whether this build has the per-run init (it needs cgo).
 const haveRunInit = true
 
+// initStack is the size of an init's own stack (its command's process
+// maps one of its own).
+const initStack = 64 << 10
+
+// initMem is a run's init's C memory: its dsh_init and its stack, which
+// live until it is reaped (it may share this process's address space).
+type initMem struct {
+	init  *C.struct_dsh_init
+	frees []unsafe.Pointer
+}
+
+// release unmaps what the reaped init left mapped, and frees its memory.
+func (m *initMem) release() {
+	if m == nil {
+		return
+	}
+	C.dsh_release_init(m.init)
+	for _, p := range m.frees {
+		C.free(p)
+	}
+	m.frees = nil
+}
+
 // startInit starts a run's init (runinit_linux.c) in new namespaces, ready
-// for its run, and returns its pid. Call it from the thread that outlives
-// the init: the init dies with the thread that started it.
-func startInit(w *initSpec) (int, error) {
-	var frees []unsafe.Pointer
-	defer func() {
-		for _, p := range frees {
-			C.free(p)
-		}
-	}()
+// for its run, and returns its pid and its memory, to release once it is
+// reaped. Call it from the thread that outlives the init: the init dies
+// with the thread that started it.
+func startInit(w *initSpec) (int, *initMem, error) {
+	m := &initMem{}
 	alloc := func(n int) unsafe.Pointer {
 		if n == 0 {
 			n = 1
 		}
 		p := C.calloc(C.size_t(n), 1)
-		frees = append(frees, p)
+		m.frees = append(m.frees, p)
 		return p
 	}
 
 	init := (*C.struct_dsh_init)(alloc(int(unsafe.Sizeof(C.struct_dsh_init{}))))
+	m.init = init
 	init.ctl = C.int(w.ctl)
 	init.life = C.int(w.life)
 	init.landlock = C.int(w.landlock)
@@ -67,11 +87,13 @@ func startInit(w *initSpec) (int, error) {
 		init.mount_proc = 1
 	}
 	init.processes = C.long(w.processes)
-	pid := int(C.dsh_start_init(init))
+	stack := alloc(initStack)
+	pid := int(C.dsh_start_init(init, stack, initStack))
 	if pid < 0 {
-		return 0, syscall.Errno(-pid)
+		m.release()
+		return 0, nil, syscall.Errno(-pid)
 	}
-	return pid, nil
+	return pid, m, nil
 }
 
 // The run's wire format, as runinit_linux.h defines it.

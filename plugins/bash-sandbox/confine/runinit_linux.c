@@ -1,8 +1,14 @@
 //go:build linux && cgo
 
-// The per-run init of bash-sandbox, in C because it runs in a forked copy
-// of a Go process, where no Go code may run: it makes only system calls,
-// allocates nothing, and never returns into Go.
+// The per-run init of bash-sandbox, in C because it runs beside a Go
+// process, where no Go code may run: it makes only system calls, allocates
+// nothing, and never returns into Go. On amd64 and arm64 it shares the
+// spawner's address space (CLONE_VM): its making costs no copy of the
+// spawner's memory, and its end no teardown of one. It then touches only
+// its own stack, its dsh_init and what it maps, and makes its system calls
+// itself, never through libc's wrappers: those write errno, and a
+// cancellation state, in the spawner's main thread (whose thread pointer
+// it shares).
 //
 // The spawner calls dsh_start_init ahead of each command: it clones an init
 // into new PID, IPC and mount namespaces, which mounts the run's /proc and
@@ -30,6 +36,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -51,7 +58,95 @@
 #define SYS_landlock_restrict_self 446
 #endif
 
-// send_msg sends one message, with up to two descriptors (those >= 0).
+// sys makes system call n, and returns its result, or -errno: on amd64
+// and arm64 by its own instruction, touching no thread-local state.
+#if defined(__x86_64__)
+#define SHARED_VM 1
+static long sys(long n, long a, long b, long c, long d, long e, long f) {
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__)
+#define SHARED_VM 1
+static long sys(long n, long a, long b, long c, long d, long e, long f) {
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+	return x0;
+}
+#else
+// Elsewhere the init is a forked copy (no CLONE_VM), whose errno is its
+// own.
+#define SHARED_VM 0
+static long sys(long n, long a, long b, long c, long d, long e, long f) {
+	long r = syscall(n, a, b, c, d, e, f);
+	return r == -1 ? -errno : r;
+}
+#endif
+
+#define S0(n) sys(n, 0, 0, 0, 0, 0, 0)
+#define S1(n, a) sys(n, (long)(a), 0, 0, 0, 0, 0)
+#define S2(n, a, b) sys(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define S3(n, a, b, c) sys(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define S4(n, a, b, c, d) sys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define S5(n, a, b, c, d, e) sys(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+#define S6(n, a, b, c, d, e, f) sys(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
+// S retries a call EINTR interrupted.
+#define S(call)                         \
+	({                              \
+		long r_;                \
+		do                      \
+			r_ = (call);    \
+		while (r_ == -EINTR);   \
+		r_;                     \
+	})
+
+static __attribute__((noreturn)) void sys_exit(int code) {
+	for (;;)
+		S1(SYS_exit_group, code);
+}
+
+static void sys_close(int fd) { S1(SYS_close, fd); }
+
+static long sys_open(int dirfd, const char *path, int flags) { return S(S4(SYS_openat, dirfd, path, flags, 0)); }
+
+static void *sys_map(unsigned long len) {
+	long r = S6(SYS_mmap, 0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	return r < 0 && r > -4096 ? NULL : (void *)r;
+}
+
+// map maps len bytes, recorded in w as mapping i.
+static void *map(struct dsh_init *w, int i, unsigned long len) {
+	void *p = sys_map(len);
+	if (p) {
+		w->maplens[i] = len;
+		w->maps[i] = p;
+	}
+	return p;
+}
+
+// unmap unmaps w's mapping i, if it is mapped.
+static void unmap(struct dsh_init *w, int i) {
+	if (w->maps[i]) {
+		S2(SYS_munmap, w->maps[i], w->maplens[i]);
+		w->maps[i] = NULL;
+	}
+}
+
+// send_msg2 sends one message, with up to two descriptors (those >= 0).
 static void send_msg2(int ctl, int32_t kind, int32_t a, int32_t b, int fd1, int fd2) {
 	struct dsh_msg m = {.kind = kind, .a = a, .b = b};
 	struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
@@ -75,16 +170,20 @@ static void send_msg2(int ctl, int32_t kind, int32_t a, int32_t b, int fd1, int 
 		c->cmsg_len = CMSG_LEN(n * sizeof(int));
 		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
 	}
-	while (sendmsg(ctl, &h, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-	}
+	S(S3(SYS_sendmsg, ctl, &h, MSG_NOSIGNAL));
 }
 
-static void send_msg(int ctl, int32_t kind, int32_t a, int32_t b, int fd) {
-	send_msg2(ctl, kind, a, b, fd, -1);
+static void send_msg(int ctl, int32_t kind, int32_t a, int32_t b) { send_msg2(ctl, kind, a, b, -1, -1); }
+
+// failed reports the failure of step op (r: -errno) on ctl, and ends the
+// init.
+static __attribute__((noreturn)) void failed(int ctl, long r, int op) {
+	send_msg(ctl, DSH_MSG_FAILED, r < 0 ? (int32_t)-r : EINVAL, op);
+	sys_exit(0);
 }
 
-// A run, as its init received it: every pointer is into the init's own
-// memory.
+// A run, as its command's process received it: every pointer is into
+// memory it mapped.
 struct dsh_run {
 	char *path;
 	char **argv;
@@ -107,85 +206,173 @@ struct child {
 	int let_go; // the plugin let the init go unused
 };
 
-static int fail(struct child *c, int op) {
+static __attribute__((noreturn)) void fail(struct child *c, int op, long r) {
 	c->failed_op = op;
-	c->failed_errno = errno ? errno : EINVAL;
-	_exit(127);
+	c->failed_errno = r < 0 ? (int)-r : EINVAL;
+	sys_exit(127);
 }
 
-static int receive_run(int ctl, struct dsh_run *r);
+// recv_all reads n bytes of the run into buf, in messages of at most
+// DSH_RUN_CHUNK: 0, or -errno (-EPIPE when the socket ends first).
+static long recv_all(int ctl, char *buf, unsigned long n) {
+	unsigned long got = 0;
+	while (got < n) {
+		unsigned long want = n - got < DSH_RUN_CHUNK ? n - got : DSH_RUN_CHUNK;
+		long k = S(S6(SYS_recvfrom, ctl, buf + got, want, 0, 0, 0));
+		if (k <= 0)
+			return k == 0 ? -EPIPE : k;
+		got += (unsigned long)k;
+	}
+	return 0;
+}
+
+// split points out at the count NUL-terminated strings from *p on, before
+// end, and moves *p past them: -1 when they do not fit.
+static int split(char **p, char *end, char **out, int count) {
+	for (int i = 0; i < count; i++) {
+		char *nul = memchr(*p, 0, (size_t)(end - *p));
+		if (!nul)
+			return -1;
+		out[i] = *p;
+		*p = nul + 1;
+	}
+	out[count] = NULL;
+	return 0;
+}
+
+// receive_run waits for the plugin's run on ctl and fills r: 1 when it
+// came, 0 when the socket ended first (the plugin let this init go),
+// -errno when it came malformed or could not be read.
+static long receive_run(struct dsh_init *w, struct dsh_run *r) {
+	struct dsh_run_header h;
+	struct iovec iov = {.iov_base = &h, .iov_len = sizeof h};
+	union {
+		char buf[CMSG_SPACE((3 + DSH_RUN_MAX_CGROUPS) * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	long n = S(S3(SYS_recvmsg, w->ctl, &m, MSG_CMSG_CLOEXEC));
+	if (n <= 0)
+		return n;
+	int fds[3 + DSH_RUN_MAX_CGROUPS], nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k && nfds < (int)(sizeof fds / sizeof fds[0]); i++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	}
+	int stdin_sent = (h.flags & DSH_RUN_STDIN) != 0;
+	if (n != sizeof h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h.kind != DSH_RUN || h.argc < 1 ||
+	    h.envc < 0 || h.ncgroups < 0 || h.ncgroups > DSH_RUN_MAX_CGROUPS || h.size < 1 ||
+	    h.size > DSH_RUN_MAX_SIZE || h.argc > h.size || h.envc > h.size ||
+	    nfds != stdin_sent + 2 + h.ncgroups)
+		return -EINVAL;
+	char *buf = map(w, DSH_MAP_RUN, (unsigned long)h.size);
+	char **ptrs = map(w, DSH_MAP_ARGV, ((unsigned long)h.argc + (unsigned long)h.envc + 2) * sizeof(char *));
+	if (!buf || !ptrs)
+		return -ENOMEM;
+	long err = recv_all(w->ctl, buf, (unsigned long)h.size);
+	if (err < 0)
+		return err;
+	char *p = buf, *end = buf + h.size;
+	r->argv = ptrs;
+	r->envp = ptrs + h.argc + 1;
+	if (split(&p, end, r->argv, h.argc) < 0 || split(&p, end, r->envp, h.envc) < 0 ||
+	    memchr(p, 0, (size_t)(end - p)) == NULL)
+		return -EINVAL;
+	r->path = r->argv[0];
+	r->dir = p;
+	int k = 0;
+	if (stdin_sent) {
+		r->stdio[0] = fds[k++];
+	} else {
+		// The spawner's /dev/null, on its read-only mount: the plugin's is
+		// on a writable one, whose metadata a command could change.
+		long fd = sys_open(AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return fd;
+		r->stdio[0] = (int)fd;
+	}
+	r->stdio[1] = fds[k++];
+	r->stdio[2] = fds[k++];
+	r->ncgroups = h.ncgroups;
+	for (int i = 0; i < h.ncgroups; i++)
+		r->cgroups[i] = fds[k++];
+	return 1;
+}
 
 static int command_main(void *arg) {
 	struct child *c = arg;
 	struct dsh_init *w = c->init;
 	struct dsh_run *r = c->run;
+	long e;
 	// Confined before the run comes: its start costs only the exec.
-	if (setpgid(0, 0) < 0)
-		fail(c, DSH_OP_CONFINE);
+	if ((e = S2(SYS_setpgid, 0, 0)) < 0)
+		fail(c, DSH_OP_CONFINE, e);
 	for (int i = 0; i < w->nrlimits; i++)
-		if (setrlimit(w->rlimits[i].resource, &w->rlimits[i].lim) < 0)
-			fail(c, DSH_OP_CONFINE);
+		if ((e = S4(SYS_prlimit64, 0, w->rlimits[i].resource, &w->rlimits[i].lim, 0)) < 0)
+			fail(c, DSH_OP_CONFINE, e);
 	// No capability, now or after exec, root or not.
 	for (int cap = 0; cap < 64; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			fail(c, DSH_OP_CONFINE);
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		fail(c, DSH_OP_CONFINE);
+		if ((e = S2(SYS_prctl, PR_CAPBSET_DROP, cap)) < 0 && e != -EINVAL)
+			fail(c, DSH_OP_CONFINE, e);
+	if ((e = S2(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)) < 0 && e != -EINVAL)
+		fail(c, DSH_OP_CONFINE, e);
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2];
 	memset(data, 0, sizeof data);
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		fail(c, DSH_OP_CONFINE);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		fail(c, DSH_OP_CONFINE);
-	if (w->landlock >= 0 && syscall(SYS_landlock_restrict_self, w->landlock, 0) < 0)
-		fail(c, DSH_OP_CONFINE);
+	if ((e = S2(SYS_capset, &hdr, data)) < 0)
+		fail(c, DSH_OP_CONFINE, e);
+	if ((e = S5(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
+		fail(c, DSH_OP_CONFINE, e);
+	if (w->landlock >= 0 && (e = S2(SYS_landlock_restrict_self, w->landlock, 0)) < 0)
+		fail(c, DSH_OP_CONFINE, e);
 	for (int i = 0; i < w->nfilters; i++) {
 		struct sock_fprog prog = {.len = w->filters[i].len, .filter = w->filters[i].code};
-		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-			fail(c, DSH_OP_CONFINE);
+		if ((e = S3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) < 0)
+			fail(c, DSH_OP_CONFINE, e);
 	}
 	if (w->landlock >= 0)
-		close(w->landlock);
+		sys_close(w->landlock);
 
 	// The run.
-	switch (receive_run(w->ctl, r)) {
-	case 0:
+	e = receive_run(w, r);
+	if (e == 0) {
 		c->let_go = 1;
-		_exit(0);
-	case -1:
-		fail(c, DSH_OP_SETUP);
+		sys_exit(0);
 	}
+	if (e < 0)
+		fail(c, DSH_OP_SETUP, e);
 	// Its control groups (a process may move itself into a group whose
 	// cgroup.procs it holds open for writing, as its own user).
 	for (int i = 0; i < r->ncgroups; i++)
-		if (write(r->cgroups[i], "0", 1) != 1)
-			fail(c, DSH_OP_CGROUP);
+		if ((e = S(S3(SYS_write, r->cgroups[i], "0", 1))) != 1)
+			fail(c, DSH_OP_CGROUP, e);
 	int moved[3];
 	for (int i = 0; i < 3; i++) {
-		// Above 2 first, so that dup2 below cannot overwrite one of them.
-		moved[i] = fcntl(r->stdio[i], F_DUPFD_CLOEXEC, 3);
-		if (moved[i] < 0)
-			fail(c, DSH_OP_STDIO);
+		// Above 2 first, so that dup3 below cannot overwrite one of them.
+		if ((e = S3(SYS_fcntl, r->stdio[i], F_DUPFD_CLOEXEC, 3)) < 0)
+			fail(c, DSH_OP_STDIO, e);
+		moved[i] = (int)e;
 	}
 	for (int i = 0; i < 3; i++)
-		if (dup2(moved[i], i) < 0)
-			fail(c, DSH_OP_STDIO);
-	if (chdir(r->dir) < 0)
-		fail(c, DSH_OP_CHDIR);
+		if ((e = S3(SYS_dup3, moved[i], i, 0)) < 0)
+			fail(c, DSH_OP_STDIO, e);
+	if ((e = S1(SYS_chdir, r->dir)) < 0)
+		fail(c, DSH_OP_CHDIR, e);
 	// Nothing but the three standard files reaches the command.
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		fail(c, DSH_OP_SETUP);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	execve(r->path, r->argv, r->envp);
-	fail(c, DSH_OP_EXEC);
+	if ((e = S3(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC)) < 0)
+		fail(c, DSH_OP_SETUP, e);
+	uint64_t none = 0;
+	S4(SYS_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof none);
+	e = S3(SYS_execve, r->path, r->argv, r->envp);
+	fail(c, DSH_OP_EXEC, e);
 	return 127;
 }
 
 // keep_only closes every descriptor but those in keep (n of them).
-static int keep_only(const int *keep, int n) {
+static long keep_only(const int *keep, int n) {
 	unsigned int from = 0;
 	for (;;) {
 		// The lowest kept descriptor at or above from.
@@ -194,8 +381,9 @@ static int keep_only(const int *keep, int n) {
 			if (keep[i] >= 0 && (unsigned int)keep[i] >= from && (next < 0 || keep[i] < next))
 				next = keep[i];
 		unsigned int to = next < 0 ? ~0U : (unsigned int)next;
-		if (to > from && syscall(SYS_close_range, from, to - 1, 0) < 0)
-			return -1;
+		long e;
+		if (to > from && (e = S3(SYS_close_range, from, to - 1, 0)) < 0)
+			return e;
 		if (next < 0)
 			return 0;
 		from = (unsigned int)next + 1;
@@ -208,21 +396,18 @@ static int keep_only(const int *keep, int n) {
 // start again above it.
 #define RESERVED_PIDS 300
 
-// write_file writes s to path, whole.
-static int write_file(const char *path, const char *s) {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+// write_file writes s to path, whole: 0 or -errno.
+static long write_file(const char *path, const char *s) {
+	long fd = sys_open(AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
-	size_t n = strlen(s);
-	ssize_t w = write(fd, s, n);
-	int err = errno;
-	close(fd);
-	errno = err;
-	return w == (ssize_t)n ? 0 : -1;
+		return fd;
+	long n = (long)strlen(s);
+	long w = S(S3(SYS_write, fd, s, n));
+	sys_close((int)fd);
+	return w < 0 ? w : w == n ? 0 : -EIO;
 }
 
-// put_uint writes v in decimal at p, NUL-terminated (no printf in a forked
-// copy of a Go process).
+// put_uint writes v in decimal at p, NUL-terminated (no printf here).
 static void put_uint(char *p, unsigned long v) {
 	char tmp[24];
 	int n = 0;
@@ -240,12 +425,12 @@ static void put_uint(char *p, unsigned long v) {
 static long outer_pid(int procfd, int pidfd) {
 	char path[48] = "self/fdinfo/";
 	put_uint(path + strlen(path), (unsigned long)pidfd);
-	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	long fd = sys_open(procfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	char buf[1024];
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
+	long n = S(S3(SYS_read, fd, buf, sizeof buf - 1));
+	sys_close((int)fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
@@ -267,118 +452,26 @@ static long outer_pid(int procfd, int pidfd) {
 // since Linux 6.14) to n processes and threads: its numbers start above
 // RESERVED_PIDS, where they would start again once they wrapped, and end n
 // later.
-static int limit_pids(long n) {
+static long limit_pids(long n) {
 	char v[24];
 	put_uint(v, (unsigned long)(RESERVED_PIDS + n));
-	if (write_file("/proc/sys/kernel/pid_max", v) < 0)
-		return -1;
+	long e = write_file("/proc/sys/kernel/pid_max", v);
+	if (e < 0)
+		return e;
 	put_uint(v, RESERVED_PIDS - 1);
 	return write_file("/proc/sys/kernel/ns_last_pid", v);
 }
 
-// recv_all reads n bytes of the run into buf, in messages of at most
-// DSH_RUN_CHUNK: 0, or -1 when the socket ends first (or errs).
-static int recv_all(int ctl, char *buf, size_t n) {
-	size_t got = 0;
-	while (got < n) {
-		size_t want = n - got < DSH_RUN_CHUNK ? n - got : DSH_RUN_CHUNK;
-		ssize_t k = recv(ctl, buf + got, want, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EPIPE;
-			return -1;
-		}
-		got += (size_t)k;
-	}
-	return 0;
-}
+// Linux's struct sigaction, as rt_sigaction takes it.
+struct kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
 
-// split points out at the count NUL-terminated strings from *p on, before
-// end, and moves *p past them: -1 when they do not fit.
-static int split(char **p, char *end, char **out, int count) {
-	for (int i = 0; i < count; i++) {
-		char *nul = memchr(*p, 0, (size_t)(end - *p));
-		if (!nul)
-			return -1;
-		out[i] = *p;
-		*p = nul + 1;
-	}
-	out[count] = NULL;
-	return 0;
-}
-
-// receive_run waits for the plugin's run on ctl and fills r: 1 when it
-// came, 0 when the socket ended first (the plugin let this init go), -1
-// (errno set) when it came malformed.
-static int receive_run(int ctl, struct dsh_run *r) {
-	struct dsh_run_header h;
-	struct iovec iov = {.iov_base = &h, .iov_len = sizeof h};
-	union {
-		char buf[CMSG_SPACE((3 + DSH_RUN_MAX_CGROUPS) * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-	ssize_t n;
-	while ((n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-	}
-	if (n == 0)
-		return 0;
-	if (n < 0)
-		return -1;
-	int fds[3 + DSH_RUN_MAX_CGROUPS], nfds = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < k && nfds < (int)(sizeof fds / sizeof fds[0]); i++)
-			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-	}
-	int stdin_sent = (h.flags & DSH_RUN_STDIN) != 0;
-	if (n != sizeof h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h.kind != DSH_RUN || h.argc < 1 ||
-	    h.envc < 0 || h.ncgroups < 0 || h.ncgroups > DSH_RUN_MAX_CGROUPS || h.size < 1 ||
-	    h.size > DSH_RUN_MAX_SIZE || h.argc > h.size || h.envc > h.size ||
-	    nfds != stdin_sent + 2 + h.ncgroups) {
-		errno = EINVAL;
-		return -1;
-	}
-	char *buf = mmap(NULL, (size_t)h.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char **ptrs = mmap(NULL, ((size_t)h.argc + (size_t)h.envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED || ptrs == MAP_FAILED)
-		return -1;
-	if (recv_all(ctl, buf, (size_t)h.size) < 0)
-		return -1;
-	char *p = buf, *end = buf + h.size;
-	r->argv = ptrs;
-	r->envp = ptrs + h.argc + 1;
-	if (split(&p, end, r->argv, h.argc) < 0 || split(&p, end, r->envp, h.envc) < 0 ||
-	    memchr(p, 0, (size_t)(end - p)) == NULL) {
-		errno = EINVAL;
-		return -1;
-	}
-	r->path = r->argv[0];
-	r->dir = p;
-	int k = 0;
-	if (stdin_sent) {
-		r->stdio[0] = fds[k++];
-	} else {
-		// The spawner's /dev/null, on its read-only mount: the plugin's is
-		// on a writable one, whose metadata a command could change.
-		r->stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (r->stdio[0] < 0)
-			return -1;
-	}
-	r->stdio[1] = fds[k++];
-	r->stdio[2] = fds[k++];
-	r->ncgroups = h.ncgroups;
-	for (int i = 0; i < h.ncgroups; i++)
-		r->cgroups[i] = fds[k++];
-	return 1;
-}
-
-static void init_main(struct dsh_init *w) {
+static int init_main(void *arg) {
+	struct dsh_init *w = arg;
 	// Every signal stays blocked (the clone happened with all blocked) but
 	// the two glibc reserves for itself (32 and 33, which its wrappers
 	// neither block nor reset): the handlers are the Go runtime's, which
@@ -386,128 +479,125 @@ static void init_main(struct dsh_init *w) {
 	// handler for anyway, but SIGKILL from outside; glibc's handler for 33
 	// acts only on a signal from its own process, and Landlock's signal
 	// scope keeps the command's from it.
-	for (int sig = 1; sig < 65; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		sigaction(sig, &dfl, NULL);
-	}
+	struct kernel_sigaction dfl = {.handler = SIG_DFL};
+	for (int sig = 1; sig < 65; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			S4(SYS_rt_sigaction, sig, &dfl, 0, sizeof dfl.mask);
 	// Dies with its spawner.
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		_exit(1);
+	if (S2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL) < 0)
+		sys_exit(1);
 
+	long e;
 	int keep[] = {w->ctl, w->life, w->landlock};
-	if (keep_only(keep, sizeof keep / sizeof keep[0]) < 0) {
-		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
-		_exit(0);
-	}
+	if ((e = keep_only(keep, sizeof keep / sizeof keep[0])) < 0)
+		failed(w->ctl, e, DSH_OP_SETUP);
 	// A spawner that died before PR_SET_PDEATHSIG took with it the only
 	// write end of its life pipe (this process's copy is closed above).
 	struct pollfd p = {.fd = w->life, .events = POLLIN};
-	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
-		_exit(1);
+	struct timespec zero = {0, 0};
+	if (S5(SYS_ppoll, &p, 1, &zero, 0, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
+		sys_exit(1);
 	// The host's /proc, before the run's covers it: the shell's pid as the
 	// plugin knows it is read there. Close-on-exec, and closed before the
 	// command runs anything.
-	int hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (hostproc < 0) {
-		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_SETUP, -1);
-		_exit(0);
-	}
+	long hostproc = sys_open(AT_FDCWD, "/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (hostproc < 0)
+		failed(w->ctl, hostproc, DSH_OP_SETUP);
 	if (w->mount_proc) {
 		// Writable until the run's pid_max is set.
-		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
-			_exit(0);
-		}
-		if (w->processes > 0 && limit_pids(w->processes) < 0) {
-			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_LIMITS, -1);
-			_exit(0);
-		}
-		if (mount(NULL, "/proc", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-			send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_PROC, -1);
-			_exit(0);
-		}
+		if ((e = S5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0)) < 0)
+			failed(w->ctl, e, DSH_OP_PROC);
+		if (w->processes > 0 && (e = limit_pids(w->processes)) < 0)
+			failed(w->ctl, e, DSH_OP_LIMITS);
+		if ((e = S5(SYS_mount, 0, "/proc", 0, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0)) < 0)
+			failed(w->ctl, e, DSH_OP_PROC);
 	}
 
 	// Ready: the command's process, confined, waits for the run, and this
 	// init for its exec (or its end).
 	struct dsh_run run;
 	memset(&run, 0, sizeof run);
-	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
-		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
-		_exit(0);
-	}
+	char *stack = map(w, DSH_MAP_STACK, COMMAND_STACK);
+	if (!stack)
+		failed(w->ctl, -ENOMEM, DSH_OP_CLONE);
 	struct child c = {.init = w, .run = &run};
-	pid_t shell = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
-	if (shell < 0) {
-		send_msg(w->ctl, DSH_MSG_FAILED, errno, DSH_OP_CLONE, -1);
-		_exit(0);
-	}
-	munmap(stack, COMMAND_STACK);
+	// libc's clone, for its switch to the new stack: it touches no
+	// thread-local state but to report a failure.
+	long shell = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+	if (shell < 0)
+		failed(w->ctl, -EAGAIN, DSH_OP_CLONE);
+	// The command executed (or ended): what it mapped here is done with.
+	for (int i = 0; i < DSH_MAPS; i++)
+		unmap(w, i);
 	if (w->landlock >= 0)
-		close(w->landlock);
+		sys_close(w->landlock);
 	if (c.failed_op || c.let_go) {
 		int st;
-		while (waitpid(shell, &st, 0) < 0 && errno == EINTR) {
-		}
+		S(S4(SYS_wait4, shell, &st, 0, 0));
 		if (c.failed_op)
-			send_msg(w->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op, -1);
-		_exit(0);
+			send_msg(w->ctl, DSH_MSG_FAILED, c.failed_errno, c.failed_op);
+		sys_exit(0);
 	}
 	// The shell's pid as the plugin's PID namespace numbers it, read from
 	// the pidfd through the host's /proc before anyone can reap it.
 	// And this init's own pidfd: SIGKILL to it from outside ends the
 	// whole run, whatever its processes did with their groups.
-	int pidfd = syscall(SYS_pidfd_open, shell, 0);
-	int self = syscall(SYS_pidfd_open, getpid(), 0);
-	long outer = pidfd >= 0 ? outer_pid(hostproc, pidfd) : -1;
-	close(hostproc);
-	send_msg2(w->ctl, DSH_MSG_STARTED, (int32_t)outer, 0, pidfd, self);
+	long self_pid = S0(SYS_getpid);
+	long pidfd = S2(SYS_pidfd_open, shell, 0);
+	long self = S2(SYS_pidfd_open, self_pid, 0);
+	long outer = pidfd >= 0 ? outer_pid((int)hostproc, (int)pidfd) : -1;
+	sys_close((int)hostproc);
+	send_msg2(w->ctl, DSH_MSG_STARTED, (int32_t)outer, 0, (int)pidfd, (int)self);
 	if (pidfd >= 0)
-		close(pidfd);
+		sys_close((int)pidfd);
 	if (self >= 0)
-		close(self);
+		sys_close((int)self);
 
 	// Reap until the shell ends; then kill what is left, and reap that.
 	int status = 0, ended = 0, leftovers = 0;
 	for (;;) {
 		int st;
-		pid_t got = waitpid(-1, &st, __WALL);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
+		long got = S(S4(SYS_wait4, -1, &st, __WALL, 0));
+		if (got < 0)
 			break; // ECHILD: nobody left
-		}
 		if (got == shell) {
 			status = st;
 			ended = 1;
 			// Everything in the namespace; never run outside one, where
 			// -1 would be every process of the user.
-			if (getpid() == 1)
-				kill(-1, SIGKILL);
+			if (self_pid == 1)
+				S2(SYS_kill, -1, SIGKILL);
 		} else if (ended) {
 			leftovers++;
 		}
 	}
-	send_msg(w->ctl, DSH_MSG_EXITED, status, leftovers, -1);
-	_exit(0);
+	send_msg(w->ctl, DSH_MSG_EXITED, status, leftovers);
+	sys_exit(0);
+	return 0;
 }
 
-int dsh_start_init(struct dsh_init *w) {
+int dsh_start_init(struct dsh_init *w, void *stack, unsigned long stack_size) {
 	// With every signal blocked from before the clone, no Go signal
 	// handler can run in the child.
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	long pid = syscall(SYS_clone, w->cloneflags | SIGCHLD, 0, 0, 0, 0);
+	long pid;
+#if SHARED_VM
+	pid = clone(init_main, (char *)stack + stack_size, CLONE_VM | w->cloneflags | SIGCHLD, w);
+#else
+	(void)stack;
+	(void)stack_size;
+	pid = syscall(SYS_clone, w->cloneflags | SIGCHLD, 0, 0, 0, 0);
 	if (pid == 0)
 		init_main(w); // never returns
+#endif
 	int err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return pid < 0 ? -err : (int)pid;
+}
+
+void dsh_release_init(struct dsh_init *w) {
+	for (int i = 0; i < DSH_MAPS; i++)
+		unmap(w, i);
 }

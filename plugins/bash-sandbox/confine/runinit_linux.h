@@ -47,8 +47,17 @@ struct dsh_rlimit {
 	struct rlimit lim;
 };
 
+// The mappings an init and its command's process make, recorded in their
+// dsh_init (see maps there).
+enum {
+	DSH_MAP_STACK = 0, // the command's process's stack
+	DSH_MAP_RUN = 1,   // the run, as received
+	DSH_MAP_ARGV = 2,  // its argument and environment vectors
+	DSH_MAPS = 3,
+};
+
 // A run's init, as the spawner makes it ahead of its run: every pointer is
-// C memory.
+// C memory that lives until the init is reaped.
 struct dsh_init {
 	int ctl; // the init's end of the run's socket (SOCK_SEQPACKET)
 	int life; // the read end of a pipe whose write end only the spawner holds
@@ -60,6 +69,12 @@ struct dsh_init {
 	unsigned long cloneflags; // the namespaces of the run
 	int mount_proc; // mount a /proc of the run's PID namespace
 	long processes; // the run's process limit (its pid_max), or 0
+	// Where the init shares the spawner's address space (CLONE_VM), the
+	// memory it and its command's process map there: address and length,
+	// zeroed once unmapped. The reaper of an init that was killed unmaps
+	// what is left.
+	void *maps[DSH_MAPS];
+	unsigned long maplens[DSH_MAPS];
 };
 
 // The run, as the plugin sends it on the init's socket once the init is
@@ -86,8 +101,13 @@ enum {
 	DSH_RUN_MAX_CGROUPS = 4,
 };
 
-// dsh_start_init starts a run's init in new namespaces, ready for its run:
-// it returns the init's pid, or -errno.
-int dsh_start_init(struct dsh_init *init);
+// dsh_start_init starts a run's init in new namespaces, ready for its run,
+// on stack (stack_size bytes) where it shares the caller's address space:
+// it returns the init's pid, or -errno. init and stack must live until the
+// init is reaped; then dsh_release_init unmaps what it left mapped.
+int dsh_start_init(struct dsh_init *init, void *stack, unsigned long stack_size);
+
+// dsh_release_init unmaps what a reaped init left mapped.
+void dsh_release_init(struct dsh_init *init);
 
 #endif

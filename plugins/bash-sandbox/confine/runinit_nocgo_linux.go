@@ -7,8 +7,13 @@ import "errors"
 // haveRunInit says whether this build has the per-run init (it needs cgo).
 const haveRunInit = false
 
-func startInit(*initSpec) (int, error) {
-	return 0, errors.New("this build of the sandbox has no per-run init: build it with cgo")
+// initMem is a run's init's memory; a build without cgo has none.
+type initMem struct{}
+
+func (*initMem) release() {}
+
+func startInit(*initSpec) (int, *initMem, error) {
+	return 0, nil, errors.New("this build of the sandbox has no per-run init: build it with cgo")
 }
 
 // The run's wire format (runinit_linux.h), for a build that has no init to

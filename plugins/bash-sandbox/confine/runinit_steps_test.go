@@ -237,7 +237,7 @@ func startAndWait(spec *initSpec, run runRequest) error {
 	}
 	defer unix.Close(ctl[0])
 	spec.ctl = ctl[1]
-	pid, err := startInit(spec)
+	pid, mem, err := startInit(spec)
 	unix.Close(ctl[1])
 	if err != nil {
 		return fmt.Errorf("starting the run's init: %w", err)
@@ -258,6 +258,7 @@ func startAndWait(spec *initSpec, run runRequest) error {
 			break
 		}
 	}
+	mem.release()
 	return err
 }
 
