@@ -40,7 +40,12 @@ func stepsNote(format string, args ...any) {
 
 // sandboxStepCosts times what each step of a sandboxed run's start adds
 // (the confine package's TestRunInitSteps: /bin/true started by the run's
-// init directly, no plugin, no spawner round trip). It prints each step's
+// init directly, no plugin, no spawner round trip). Each figure is a whole
+// run, from making its init to its end: a spawner pays the init, its
+// namespaces, its /proc and its command's confinement ahead of the run,
+// off the command's path, so these are what a run costs the machine, not
+// what it adds to a command's latency (sandbox_true_latency_ratio says
+// that). It prints each step's
 // median as an informational figure noting its increment over the step
 // before, and returns those figures. A step the machine cannot take is
 // reported as skipped; a test that is skipped or fails is reported, never

@@ -4,7 +4,6 @@ package confine
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"sync"
@@ -28,18 +27,20 @@ func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == helperArg }
 // HelperMain is the spawner: it sets up its mount namespace (read-only
 // but for p's writable paths, a minimal /dev, a private TMPDIR), prepares
 // the confinement of its commands, and says so (or why it cannot). Then it
-// starts what the plugin asks, each command in a run of its own (new PID,
-// IPC and mount namespaces under an init, runinit_linux.c), reporting each
-// command's pid (with a pidfd) and its end. When the plugin goes (its end
-// of the socket closes) it kills every run, and returns.
+// makes the runs' inits the plugin asks for, each in new PID, IPC and mount
+// namespaces (runinit_linux.c), ready ahead of its run: the plugin gets the
+// init's socket, and sends it the run itself. When the plugin goes (its end
+// of the socket closes) it kills every init, and with them every run, and
+// returns.
 func HelperMain() int {
-	// FileConn keeps a close-on-exec duplicate; fd 3 itself must not reach
-	// the commands.
-	f := os.NewFile(3, "spawner")
-	conn, err := net.FileConn(f)
-	f.Close()
-	// Nor may any descriptor this process inherited by accident (a host's
-	// stray pipe to the world outside): none reaches a command.
+	// One thread runs Go code here at a time: the spawner waits in system
+	// calls, and its Go runtime has nothing to spread.
+	runtime.GOMAXPROCS(1)
+	// The socket stays fd 3, blocking; it, and any descriptor this process
+	// inherited by accident (a host's stray pipe to the world outside),
+	// is closed on exec, and closed in every init.
+	c := rawConn{fd: 3}
+	err := unix.SetNonblock(c.fd, false)
 	if cerr := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); cerr != nil && err == nil {
 		err = fmt.Errorf("marking inherited descriptors close-on-exec: %w", cerr)
 	}
@@ -47,7 +48,6 @@ func HelperMain() int {
 		fmt.Fprintln(os.Stderr, "dsh sandbox spawner: no socket on fd 3:", err)
 		return 2
 	}
-	c := conn.(*net.UnixConn)
 	p, err := decodePolicy([]byte(os.Getenv(policyVar)))
 	os.Unsetenv(policyVar)
 	// Runs start on this thread, which lives as long as the process: an
@@ -140,7 +140,7 @@ func setUpSpawner(p Policy) (*confinement, error) {
 // spawnerState is the spawner's side: its connection, the confinement of
 // its commands, and the inits of the runs still going.
 type spawnerState struct {
-	c    *net.UnixConn
+	c    rawConn
 	conf *confinement
 	life int // the read end of the life pipe
 	// spec is every init's, but for its socket.

@@ -19,6 +19,10 @@ import (
 // haveRunInit says whether this build has the per-run init (it needs cgo).
 const haveRunInit = true
 
+// sharedVM says whether a run's init shares its starter's address space
+// (amd64 and arm64, where it makes its system calls itself).
+const sharedVM = C.DSH_SHARED_VM != 0
+
 // initStack is the size of an init's own stack (its command's process
 // maps one of its own).
 const initStack = 64 << 10
@@ -40,6 +44,18 @@ func (m *initMem) release() {
 		C.free(p)
 	}
 	m.frees = nil
+}
+
+// mapped lists the start of each mapping the init (or its command's
+// process) still has in this process's address space.
+func (m *initMem) mapped() []uintptr {
+	var starts []uintptr
+	for i := range C.DSH_MAPS {
+		if p := m.init.maps[i]; p != nil {
+			starts = append(starts, uintptr(p))
+		}
+	}
+	return starts
 }
 
 // startInit starts a run's init (runinit_linux.c) in new namespaces, ready

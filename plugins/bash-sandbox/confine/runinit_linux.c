@@ -61,7 +61,6 @@
 // sys makes system call n, and returns its result, or -errno: on amd64
 // and arm64 by its own instruction, touching no thread-local state.
 #if defined(__x86_64__)
-#define SHARED_VM 1
 static long sys(long n, long a, long b, long c, long d, long e, long f) {
 	register long r10 __asm__("r10") = d;
 	register long r8 __asm__("r8") = e;
@@ -74,7 +73,6 @@ static long sys(long n, long a, long b, long c, long d, long e, long f) {
 	return ret;
 }
 #elif defined(__aarch64__)
-#define SHARED_VM 1
 static long sys(long n, long a, long b, long c, long d, long e, long f) {
 	register long x8 __asm__("x8") = n;
 	register long x0 __asm__("x0") = a;
@@ -87,9 +85,8 @@ static long sys(long n, long a, long b, long c, long d, long e, long f) {
 	return x0;
 }
 #else
-// Elsewhere the init is a forked copy (no CLONE_VM), whose errno is its
-// own.
-#define SHARED_VM 0
+// Elsewhere the init is a forked copy (no CLONE_VM, DSH_SHARED_VM 0),
+// whose errno is its own.
 static long sys(long n, long a, long b, long c, long d, long e, long f) {
 	long r = syscall(n, a, b, c, d, e, f);
 	return r == -1 ? -errno : r;
@@ -583,7 +580,7 @@ int dsh_start_init(struct dsh_init *w, void *stack, unsigned long stack_size) {
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	long pid;
-#if SHARED_VM
+#if DSH_SHARED_VM
 	pid = clone(init_main, (char *)stack + stack_size, CLONE_VM | w->cloneflags | SIGCHLD, w);
 #else
 	(void)stack;

@@ -101,6 +101,14 @@ enum {
 	DSH_RUN_MAX_CGROUPS = 4,
 };
 
+// DSH_SHARED_VM says whether a run's init shares its starter's address
+// space (CLONE_VM): where runinit_linux.c makes system calls itself.
+#if defined(__x86_64__) || defined(__aarch64__)
+#define DSH_SHARED_VM 1
+#else
+#define DSH_SHARED_VM 0
+#endif
+
 // dsh_start_init starts a run's init in new namespaces, ready for its run,
 // on stack (stack_size bytes) where it shares the caller's address space:
 // it returns the init's pid, or -errno. init and stack must live until the

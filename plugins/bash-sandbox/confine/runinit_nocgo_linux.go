@@ -26,3 +26,6 @@ const (
 	runMaxGroups = 4
 	runHeaderLen = 32
 )
+
+// sharedVM: a build without cgo has no init to share anything.
+const sharedVM = false

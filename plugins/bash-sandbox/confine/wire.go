@@ -60,8 +60,74 @@ type reply struct {
 	InitFailure string   `json:"initFailure,omitempty"`
 }
 
+// frameConn is what frames travel on: the plugin's *net.UnixConn, or the
+// spawner's blocking descriptor (rawConn).
+type frameConn interface {
+	ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error)
+	WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int, err error)
+	io.ReadWriter
+}
+
+// rawConn is a Unix stream socket read and written by blocking system
+// calls on the calling thread: the spawner's, whose main thread waits for
+// the plugin in the kernel rather than in the Go runtime's poller, and so
+// wakes at once, with no hand-off between threads.
+type rawConn struct{ fd int }
+
+func (c rawConn) ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error) {
+	for {
+		n, oobn, flags, _, err = unix.Recvmsg(c.fd, b, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == nil && n == 0 && len(b) > 0 {
+		err = io.EOF
+	}
+	return n, oobn, flags, nil, err
+}
+
+func (c rawConn) Read(b []byte) (int, error) {
+	for {
+		n, err := unix.Read(c.fd, b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (c rawConn) WriteMsgUnix(b, oob []byte, _ *net.UnixAddr) (int, int, error) {
+	for {
+		n, err := unix.SendmsgN(c.fd, b, oob, nil, unix.MSG_NOSIGNAL)
+		if err != unix.EINTR {
+			return n, len(oob), err
+		}
+	}
+}
+
+func (c rawConn) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := unix.SendmsgN(c.fd, b[done:], nil, nil, unix.MSG_NOSIGNAL)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
+
 // writeFrame writes v, with fds attached to its length.
-func writeFrame(c *net.UnixConn, v any, fds ...int) error {
+func writeFrame(c frameConn, v any, fds ...int) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -80,7 +146,7 @@ func writeFrame(c *net.UnixConn, v any, fds ...int) error {
 }
 
 // readFrame reads a frame into v and returns the files that came with it.
-func readFrame(c *net.UnixConn, v any) ([]int, error) {
+func readFrame(c frameConn, v any) ([]int, error) {
 	var head [4]byte
 	oob := make([]byte, unix.CmsgSpace(maxFrameFiles*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(head[:], oob)

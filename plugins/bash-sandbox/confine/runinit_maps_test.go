@@ -1,0 +1,158 @@
+//go:build linux && cgo
+
+package confine
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapsChildVar marks TestInitUnmapsWhatItMaps's child, and carries its
+// parent's mount namespace.
+const mapsChildVar = "DSH_TEST_INIT_MAPS_PARENT_MNT_NS"
+
+// A run's init shares its starter's address space (CLONE_VM), and so does
+// its command's process until it executes: what they map there (the
+// command's stack, the run as received) is unmapped by the init once the
+// command executed; an init killed before that leaves its mappings to
+// whoever reaps it, and release unmaps them. Neither way does a run leave
+// memory mapped in the spawner.
+func TestInitUnmapsWhatItMaps(t *testing.T) {
+	if !sharedVM {
+		t.Skip("on this architecture a run's init is a forked copy: it maps nothing in its starter")
+	}
+	if parent := os.Getenv(mapsChildVar); parent != "" {
+		initMapsChild(t, parent)
+		return
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("under CI=true this test must run: it needs root (new PID, IPC and mount namespaces, a /proc mount)")
+		}
+		t.Skip("a run's init needs root here: new PID, IPC and mount namespaces, a /proc mount")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInitUnmapsWhatItMaps$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), mapsChildVar+"="+mountNamespace())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the child: %v\n%s", err, out.Bytes())
+	}
+	if !strings.Contains(out.String(), "--- PASS: TestInitUnmapsWhatItMaps") {
+		t.Fatalf("the child did not pass:\n%s", out.Bytes())
+	}
+}
+
+// initMapsChild runs the test's inits, in mount and PID namespaces of its
+// own (their /proc mounts stay out of the host's).
+func initMapsChild(t *testing.T, parentNS string) {
+	if self := mountNamespace(); self == "" || self == parentNS {
+		t.Fatalf("the child shares its parent's mount namespace (%q)", self)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("making the mounts private: %v", err)
+	}
+	runtime.LockOSThread() // inits die with the thread that started them
+	defer runtime.UnlockOSThread()
+	var life [2]int
+	if err := unix.Pipe2(life[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(life[0])
+	defer unix.Close(life[1])
+	null, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(null)
+	spec := func(ctl int) *initSpec {
+		return &initSpec{ctl: ctl, life: life[0], landlock: -1, cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true}
+	}
+	reap := func(pid int) {
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+				return
+			}
+		}
+	}
+
+	t.Run("ran", func(t *testing.T) {
+		ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(ctl[0])
+		pid, mem, err := startInit(spec(ctl[1]))
+		unix.Close(ctl[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.release()
+		// A run of several chunks: the run's own mapping is a large one.
+		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 100_000)}, []string{"A=b"}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.stdin, run.stdout, run.stderr = null, null, null
+		if err := sendRun(ctl[0], run); err != nil {
+			t.Fatal(err)
+		}
+		err = driveInit(ctl[0])
+		reap(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := mem.mapped(); len(left) != 0 {
+			t.Errorf("the init left %d mappings in its starter after its command ran: %#x", len(left), left)
+		}
+	})
+
+	t.Run("killed-ready", func(t *testing.T) {
+		ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(ctl[0])
+		pid, mem, err := startInit(spec(ctl[1]))
+		unix.Close(ctl[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Ready: the command's process has its stack, and waits for a run
+		// that never comes.
+		for began := time.Now(); len(mem.mapped()) == 0; time.Sleep(time.Millisecond) {
+			if time.Since(began) > 10*time.Second {
+				t.Fatal("the init never made its command's process")
+			}
+		}
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		reap(pid)
+		left := mem.mapped()
+		if len(left) == 0 {
+			t.Fatal("the killed init left nothing mapped: nothing here tests release")
+		}
+		mem.release()
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, start := range left {
+			if strings.Contains(string(maps), fmt.Sprintf("%x-", start)) {
+				t.Errorf("the killed init's mapping at %#x is still mapped after release", start)
+			}
+		}
+	})
+}
