@@ -1,5 +1,6 @@
 # dsh-host: build, test, bench and the proto contract.
 GO          ?= go
+PROTOC      ?= protoc
 TOOLS       := $(CURDIR)/.tools
 PROTO_DIR   := pluginapi/proto
 PROTO_FILES := $(shell find $(PROTO_DIR) -name '*.proto')
@@ -9,7 +10,7 @@ TEST_TIMEOUT ?= 10m
 BIN         := bin
 PLUGINS := bash-local bash-sandbox pwsh-local
 
-.PHONY: all build test bench run proto check-proto tools clean cross stress
+.PHONY: all build test bench run proto check-proto have-protoc tools clean cross stress
 
 all: build
 
@@ -61,21 +62,26 @@ $(TOOLS)/protoc-gen-go:
 $(TOOLS)/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
+# have-protoc fails, saying what to install, where there is no protoc.
+have-protoc:
+	@command -v $(PROTOC) >/dev/null || { echo "$(PROTOC) is not installed: the generated code can be neither made nor checked without it (Debian: apt-get install protobuf-compiler)" >&2; exit 1; }
+
 # proto regenerates the committed Go code from the .proto files.
-proto: tools
-	PATH="$(TOOLS):$$PATH" protoc -I $(PROTO_DIR) \
+proto: have-protoc tools
+	PATH="$(TOOLS):$$PATH" $(PROTOC) -I $(PROTO_DIR) \
 		--go_out=$(PROTO_DIR) --go_opt=paths=source_relative \
 		--go-grpc_out=$(PROTO_DIR) --go-grpc_opt=paths=source_relative \
 		$(patsubst $(PROTO_DIR)/%,%,$(PROTO_FILES))
 
 # check-proto fails when the committed generated code differs from what the
-# .proto files generate (the protoc version line aside).
-check-proto: tools
+# .proto files generate (the protoc version line aside), and when it cannot
+# tell (no protoc, or protoc failed).
+check-proto: have-protoc tools
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	PATH="$(TOOLS):$$PATH" protoc -I $(PROTO_DIR) \
+	PATH="$(TOOLS):$$PATH" $(PROTOC) -I $(PROTO_DIR) \
 		--go_out=$$tmp --go_opt=paths=source_relative \
 		--go-grpc_out=$$tmp --go-grpc_opt=paths=source_relative \
-		$(patsubst $(PROTO_DIR)/%,%,$(PROTO_FILES)) && \
+		$(patsubst $(PROTO_DIR)/%,%,$(PROTO_FILES)) || { echo "check-proto: $(PROTOC) failed" >&2; exit 1; }; \
 	status=0; for f in $$(cd $$tmp && find . -name '*.go'); do \
 		if ! diff -u -I '^// *protoc ' -I '^// - protoc ' $(PROTO_DIR)/$$f $$tmp/$$f; then status=1; fi; \
 	done; \
