@@ -79,7 +79,7 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.
 		_, _ = bp.stderr.Write([]byte(err.Error() + "\n"))
-		bp.finishSpills()
+		bp.endStreams()
 		bp.exit = pluginapi.ProcessExit{Killed: true, KillReason: "spawn failed: " + err.Error()}
 		bp.p = &proc{exited: true}
 		started.Done()
@@ -94,7 +94,7 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 		defer untrack()
 		defer stopWatch()
 		ws, werr := bp.p.wait()
-		bp.finishSpills() // the readers are done
+		bp.endStreams() // the readers are done
 		exit := pluginapi.ProcessExit{DurationMs: time.Since(bp.p.began).Milliseconds()}
 		exit.ExitCode, exit.Signal = exitFacts(ws, werr)
 		if cause := bp.p.interruptCause(); cause != nil {
@@ -162,10 +162,14 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 	}, nil
 }
 
-// finishSpills closes the spill files once the streams have ended.
-func (bp *process) finishSpills() {
-	bp.stdout.spill.finish()
-	bp.stderr.spill.finish()
+// endStreams closes the spill files once the streams have ended, and says
+// so to the unread buffers (a character cut short at the end is then read
+// as it is).
+func (bp *process) endStreams() {
+	for _, s := range []*bgStream{bp.stdout, bp.stderr} {
+		s.spill.finish()
+		s.unread.end()
+	}
 }
 
 // Wait blocks until the process has finished or ctx is done.

@@ -2,6 +2,7 @@ package localexec
 
 import (
 	"sync"
+	"unicode/utf8"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -35,6 +36,9 @@ type unreadBuffer struct {
 	r    int    // where the oldest unread byte is
 	n    int    // how many bytes are unread
 	lost bool   // bytes were dropped since the last take
+	// ended says no more bytes will come: a character cut short at the
+	// end is then given as it is, not kept back for the rest.
+	ended bool
 }
 
 func newUnreadBuffer(n int64) *unreadBuffer { return &unreadBuffer{max: int(max(n, 1))} }
@@ -92,7 +96,9 @@ func (b *unreadBuffer) copyOut(dst []byte, k int) {
 }
 
 // take returns up to limit of the oldest unread bytes, marks them read, and
-// says whether bytes were dropped since the last take.
+// says whether bytes were dropped since the last take. It never ends inside
+// a UTF-8 character while more may come: the bytes of one cut short stay
+// unread, for the read that can give it whole.
 func (b *unreadBuffer) take(limit int) ([]byte, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -101,7 +107,10 @@ func (b *unreadBuffer) take(limit int) ([]byte, bool) {
 	if k > 0 {
 		out = make([]byte, k)
 		b.copyOut(out, k)
-		b.discard(k)
+		if !b.ended || k < b.n {
+			out = out[:k-incompleteTail(out)]
+		}
+		b.discard(len(out))
 	}
 	if b.n == 0 {
 		b.r = 0
@@ -109,6 +118,28 @@ func (b *unreadBuffer) take(limit int) ([]byte, bool) {
 	lost := b.lost
 	b.lost = false
 	return out, lost
+}
+
+// end says the stream has ended: nothing more will be written.
+func (b *unreadBuffer) end() {
+	b.mu.Lock()
+	b.ended = true
+	b.mu.Unlock()
+}
+
+// incompleteTail is how many bytes at the end of p are a UTF-8 character
+// cut short (a lead byte and fewer continuation bytes than it announces):
+// 0 when p ends on a whole character, or on bytes that are not UTF-8.
+func incompleteTail(p []byte) int {
+	for i := 1; i < utf8.UTFMax && i <= len(p); i++ {
+		if utf8.RuneStart(p[len(p)-i]) {
+			if utf8.FullRune(p[len(p)-i:]) {
+				return 0
+			}
+			return i
+		}
+	}
+	return 0
 }
 
 // newBgStream returns the stream of the background process id under the

@@ -605,3 +605,61 @@ func TestUnreadBufferLossy(t *testing.T) {
 		t.Errorf("take %q %v, want nothing", got, lost)
 	}
 }
+
+// A read never ends inside a UTF-8 character while more may come: the
+// bytes of one cut short (by the writer, or by the read's limit) wait for
+// the read that can give it whole; once the stream has ended they are
+// given as they are.
+func TestUnreadBufferKeepsCharactersWhole(t *testing.T) {
+	b := newUnreadBuffer(1 << 10)
+	_, _ = b.Write([]byte("caf\xc3"))
+	if got, _ := b.take(100); string(got) != "caf" {
+		t.Errorf("first read %q, want %q (the é's first byte waits)", got, "caf")
+	}
+	if got, _ := b.take(100); len(got) != 0 {
+		t.Errorf("a read of half a character gave %q", got)
+	}
+	_, _ = b.Write([]byte("\xa9 \xe6\x97\xa5"))
+	if got, _ := b.take(4); string(got) != "é " {
+		t.Errorf("a read limited to 4 bytes gave %q, want %q (日 does not fit whole)", got, "é ")
+	}
+	if got, _ := b.take(100); string(got) != "日" {
+		t.Errorf("then %q, want %q", got, "日")
+	}
+	_, _ = b.Write([]byte("\xff\xfe")) // not UTF-8: nothing to wait for
+	if got, _ := b.take(100); string(got) != "\xff\xfe" {
+		t.Errorf("bytes that are not UTF-8 read as %q", got)
+	}
+	_, _ = b.Write([]byte("end\xf0\x9f"))
+	if got, _ := b.take(100); string(got) != "end" {
+		t.Errorf("read %q before the end, want %q", got, "end")
+	}
+	b.end()
+	if got, _ := b.take(100); string(got) != "\xf0\x9f" {
+		t.Errorf("after the end, the cut character reads %q, want its two bytes", got)
+	}
+}
+
+// Through a real process: a character written in two halves, a second
+// apart, is read whole.
+func TestBackgroundReadKeepsCharactersWhole(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	ctx := context.Background()
+	p := startCmd(t, e, pluginapi.ExecRequest{Command: `printf 'caf\xc3'; sleep 1; printf '\xa9\n'`})
+	var first pluginapi.OutputRead
+	for began := time.Now(); first.Delta == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Since(began) > 5*time.Second {
+			t.Fatal("no output within 5s")
+		}
+		first, _ = p.ReadOutput(ctx)
+	}
+	if first.Delta != "caf" {
+		t.Errorf("the read mid-character gave %q, want %q", first.Delta, "caf")
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := p.ReadOutput(ctx); rest.Delta != "é\n" {
+		t.Errorf("the read after gave %q, want %q", rest.Delta, "é\n")
+	}
+}
