@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,7 +22,9 @@ var ErrEscalationDenied = errors.New("host: escalation denied")
 
 // BashInput is a call of the model-facing bash tool.
 type BashInput struct {
-	Command         string `json:"command"`
+	Command string `json:"command"`
+	// TimeoutMs is the command's timeout; 0 takes the executor's default.
+	// A timeout in the JSON must be at least 1, as the schema says.
 	TimeoutMs       int64  `json:"timeout,omitempty"`
 	Description     string `json:"description,omitempty"`
 	RunInBackground bool   `json:"run_in_background,omitempty"`
@@ -29,6 +32,29 @@ type BashInput struct {
 	// executor sandboxes.
 	SandboxPermissions string `json:"sandbox_permissions,omitempty"`
 	Justification      string `json:"justification,omitempty"`
+
+	// timeoutGiven says the JSON named a timeout (0 included).
+	timeoutGiven bool
+}
+
+// UnmarshalJSON decodes a tool call's arguments strictly (no property the
+// schema lacks), noting whether they named a timeout: an explicit 0 is
+// refused, not taken for the default.
+func (in *BashInput) UnmarshalJSON(data []byte) error {
+	type plain BashInput // without this method
+	var present struct {
+		Timeout json.RawMessage `json:"timeout"`
+	}
+	if err := json.Unmarshal(data, &present); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode((*plain)(in)); err != nil {
+		return err
+	}
+	in.timeoutGiven = present.Timeout != nil && string(present.Timeout) != "null"
+	return nil
 }
 
 // The sandbox_permissions values: UseDefault runs in the executor's
@@ -45,6 +71,9 @@ type BashTool struct {
 	jobs    *Jobs
 	sandbox pluginapi.SandboxMode
 	policy  ApprovalPolicy
+	// shellName is the mounted executor's shell ("bash", "pwsh"), "" when
+	// it does not say.
+	shellName string
 }
 
 // CallOptions are what one call brings besides its input.
@@ -68,13 +97,29 @@ func NewBashTool(ctx context.Context, shell pluginapi.ShellExecutor, jobs *Jobs,
 	if err != nil {
 		return nil, err
 	}
-	return &BashTool{shell: shell, jobs: jobs, sandbox: d.SandboxMode, policy: policy}, nil
+	return &BashTool{shell: shell, jobs: jobs, sandbox: d.SandboxMode, policy: policy, shellName: d.Shell}, nil
+}
+
+// Description is the tool's description for a model: it names the mounted
+// executor's shell, which decides the syntax of every command.
+func (t *BashTool) Description() string {
+	return "Run a " + t.shellWord() + " command and return its output, then an exit marker ([exit code: N] or [killed by signal: X]) when it did not exit 0. " +
+		"With run_in_background, start it as a job instead; read it with job_output."
+}
+
+// shellWord names the mounted shell, or says "shell" when the executor
+// does not.
+func (t *BashTool) shellWord() string {
+	if t.shellName == "" {
+		return "shell"
+	}
+	return t.shellName
 }
 
 // InputSchema is the JSON Schema of the tool's input.
 func (t *BashTool) InputSchema() json.RawMessage {
 	props := map[string]any{
-		"command":           map[string]any{"type": "string", "description": "The bash command to run."},
+		"command":           map[string]any{"type": "string", "description": "The " + t.shellWord() + " command to run."},
 		"timeout":           map[string]any{"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (capped by the executor; default 120000)."},
 		"description":       map[string]any{"type": "string", "description": "What the command does, in a few words."},
 		"run_in_background": map[string]any{"type": "boolean", "description": "Run as a background job; read it with job_output."},
@@ -102,8 +147,8 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	if strings.TrimSpace(in.Command) == "" {
 		return "", fmt.Errorf("%w: command is required", ErrToolInput)
 	}
-	if in.TimeoutMs < 0 {
-		return "", fmt.Errorf("%w: timeout %d is negative", ErrToolInput, in.TimeoutMs)
+	if in.TimeoutMs < 0 || in.timeoutGiven && in.TimeoutMs < 1 {
+		return "", fmt.Errorf("%w: timeout %d: it must be at least 1 (milliseconds); leave it out for the default", ErrToolInput, in.TimeoutMs)
 	}
 	if in.SandboxPermissions != "" && t.sandbox == pluginapi.SandboxNone {
 		return "", fmt.Errorf("%w: sandbox_permissions: the mounted executor does not sandbox", ErrToolInput)

@@ -62,6 +62,7 @@ func TestBashToolRendersForAModel(t *testing.T) {
 		{"progress redraws kept at their last state", `printf '10%%\r50%%\r100%%\ndone\n'`, 0, "100%\ndone", pluginapi.ExitStatus{}},
 		{"stderr marked", "echo out; echo err >&2", 0, "out\n[stderr]\nerr", pluginapi.ExitStatus{}},
 		{"timeout noted", "sleep 10", 300, "[timed out after 300 ms; the command and its processes were killed]", pluginapi.ExitStatus{Signal: "SIGTERM"}},
+		{"no output: the marker alone", "exit 4", 0, "", pluginapi.ExitStatus{ExitCode: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text, err := tool.Call(ctx, "agent", host.BashInput{Command: tc.command, TimeoutMs: tc.timeoutMs}, host.CallOptions{})
@@ -127,6 +128,51 @@ func TestBashToolRefusesBadInput(t *testing.T) {
 	}
 }
 
+// A result with no output is its marker alone: no blank line before it.
+func TestBashToolResultWithoutOutputHasNoBlankLine(t *testing.T) {
+	tool, _ := bashTool(t)
+	text, err := tool.Call(context.Background(), "agent", host.BashInput{Command: "exit 4"}, host.CallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "[exit code: 4]" {
+		t.Errorf("a command with no output rendered as %q, want %q", text, "[exit code: 4]")
+	}
+}
+
+// Arguments as a model sends them: a timeout below 1 is refused, as the
+// schema's minimum says (0 is not the default: leaving it out is); a
+// property the schema lacks is refused.
+func TestBashToolArgumentsFollowTheSchema(t *testing.T) {
+	tool, _ := bashTool(t)
+	ctx := context.Background()
+	for _, args := range []string{
+		`{"command": "true", "timeout": 0}`,
+		`{"command": "true", "timeout": -5}`,
+	} {
+		var in host.BashInput
+		if err := json.Unmarshal([]byte(args), &in); err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		if _, err := tool.Call(ctx, "agent", in, host.CallOptions{}); !errors.Is(err, host.ErrToolInput) || !strings.Contains(err.Error(), "at least 1") {
+			t.Errorf("%s: %v, want ErrToolInput saying at least 1", args, err)
+		}
+	}
+	var in host.BashInput
+	if err := json.Unmarshal([]byte(`{"command": "true", "timeoutMs": 5}`), &in); err == nil {
+		t.Errorf("an argument the schema lacks decoded: %+v", in)
+	}
+	for _, args := range []string{`{"command": "echo ok"}`, `{"command": "echo ok", "timeout": null}`, `{"command": "echo ok", "timeout": 1000}`} {
+		var in host.BashInput
+		if err := json.Unmarshal([]byte(args), &in); err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		if text, err := tool.Call(ctx, "agent", in, host.CallOptions{}); err != nil || text != "ok" {
+			t.Errorf("%s: %q %v", args, text, err)
+		}
+	}
+}
+
 func TestRenderResultSaysWhatTheSandboxDid(t *testing.T) {
 	code := 1
 	denied := host.RenderResult(pluginapi.RunResult{
@@ -159,5 +205,27 @@ func TestRenderResultSaysWhatTheSandboxDid(t *testing.T) {
 	quiet := host.RenderResult(pluginapi.RunResult{ExitCode: &code, Sandbox: &pluginapi.SandboxFacts{Mode: pluginapi.SandboxReadOnly}})
 	if strings.Contains(quiet, "sandbox") {
 		t.Errorf("a run with nothing to say about its sandbox: %q", quiet)
+	}
+}
+
+// The tool's description and its command property name the mounted
+// executor's shell (bash-local: bash).
+func TestBashToolNamesTheMountedShell(t *testing.T) {
+	tool, _ := bashTool(t)
+	if d := tool.Description(); !strings.HasPrefix(d, "Run a bash command") {
+		t.Errorf("description %q does not name bash", d)
+	}
+	var schema struct {
+		Properties struct {
+			Command struct {
+				Description string `json:"description"`
+			} `json:"command"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(tool.InputSchema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if d := schema.Properties.Command.Description; d != "The bash command to run." {
+		t.Errorf("the command property says %q", d)
 	}
 }

@@ -13,7 +13,7 @@ func describeToProto(d Description) *pb.DescribeResponse {
 	return &pb.DescribeResponse{
 		Name: d.Name, Version: d.Version, Platform: d.Platform,
 		SandboxMode: string(d.SandboxMode), SettingsNamespace: d.SettingsNamespace,
-		SettingsSchema: d.SettingsSchema, Services: d.Services, Uncontained: d.Uncontained,
+		SettingsSchema: d.SettingsSchema, Services: d.Services, Uncontained: d.Uncontained, Shell: d.Shell,
 	}
 }
 
@@ -21,7 +21,7 @@ func describeFromProto(p *pb.DescribeResponse) Description {
 	return Description{
 		Name: p.GetName(), Version: p.GetVersion(), Platform: p.GetPlatform(),
 		SandboxMode: SandboxMode(p.GetSandboxMode()), SettingsNamespace: p.GetSettingsNamespace(),
-		SettingsSchema: p.GetSettingsSchema(), Services: p.GetServices(), Uncontained: p.GetUncontained(),
+		SettingsSchema: p.GetSettingsSchema(), Services: p.GetServices(), Uncontained: p.GetUncontained(), Shell: p.GetShell(),
 	}
 }
 

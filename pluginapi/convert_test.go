@@ -215,7 +215,8 @@ func TestDescribeRoundTrip(t *testing.T) {
 		{},
 		{Name: "bash-local", Version: "1.2.3", Platform: "linux/amd64", SettingsNamespace: SettingsNamespace,
 			SettingsSchema: `{"type":"object"}`, Services: []string{ServiceShell}},
-		{Name: "bash-sandbox", SandboxMode: SandboxWorkspaceWrite, Services: []string{"shell", "approval"}},
+		{Name: "bash-sandbox", SandboxMode: SandboxWorkspaceWrite, Services: []string{"shell", "approval"},
+			Uncontained: []string{"abstract unix sockets"}, Shell: "bash"},
 	}
 	for _, d := range tests {
 		if got := describeFromProto(describeToProto(d)); !reflect.DeepEqual(got, d) {

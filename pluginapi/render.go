@@ -15,20 +15,25 @@ type ExitStatus struct {
 }
 
 var (
-	signalMarker = regexp.MustCompile(`\n\[killed by signal: ([^\]\n]+)\]$`)
-	exitMarker   = regexp.MustCompile(`\n\[exit code: (\d+)\]$`)
+	signalMarker = regexp.MustCompile(`(?:^|\n)\[killed by signal: ([^\]\n]+)\]$`)
+	exitMarker   = regexp.MustCompile(`(?:^|\n)\[exit code: (\d+)\]$`)
 )
 
 // Render appends the exit marker to a command's output body: a line
 // "[killed by signal: X]" when a signal ended it, "[exit code: N]" for a
-// nonzero exit, nothing for a clean exit. Every shell tool renders through
-// it, so no two tools drift; ParseExitStatus is its exact inverse.
+// nonzero exit, nothing for a clean exit. A command with no output is its
+// marker alone, with no blank line before it. Every shell tool renders
+// through it, so no two tools drift; ParseExitStatus is its exact inverse.
 //
 // A clean exit whose body already ends in something marker-like gets an
 // explicit "[exit code: 0]", so that parsing it back never misreads output as
 // a status. A signal name containing "]" or a newline cannot be parsed back,
 // so Render replaces those characters with "?".
 func Render(body string, st ExitStatus) string {
+	sep := "\n"
+	if body == "" {
+		sep = ""
+	}
 	if st.Signal != "" {
 		name := strings.Map(func(r rune) rune {
 			if r == ']' || r == '\n' {
@@ -36,13 +41,13 @@ func Render(body string, st ExitStatus) string {
 			}
 			return r
 		}, st.Signal)
-		return body + "\n[killed by signal: " + name + "]"
+		return body + sep + "[killed by signal: " + name + "]"
 	}
 	if st.ExitCode != 0 {
-		return body + "\n[exit code: " + strconv.Itoa(st.ExitCode) + "]"
+		return body + sep + "[exit code: " + strconv.Itoa(st.ExitCode) + "]"
 	}
 	if signalMarker.MatchString(body) || exitMarker.MatchString(body) {
-		return body + "\n[exit code: 0]"
+		return body + sep + "[exit code: 0]"
 	}
 	return body
 }
@@ -50,7 +55,8 @@ func Render(body string, st ExitStatus) string {
 // ParseExitStatus splits a rendered result into its body and exit status: a
 // trailing "[killed by signal: X]" line yields the signal, a trailing
 // "[exit code: N]" line the exit code, neither a clean exit 0. The marker must
-// follow a newline and end the text, so ordinary output that merely ends in
+// be a line of its own that ends the text (after a newline, or the whole
+// text: a command with no output), so ordinary output that merely ends in
 // marker-like text does not match. The consumed marker is removed from body.
 func ParseExitStatus(text string) (body string, st ExitStatus) {
 	if m := signalMarker.FindStringSubmatchIndex(text); m != nil {

@@ -22,7 +22,9 @@ func TestRender(t *testing.T) {
 		{"signal wins over exit code", "out", ExitStatus{ExitCode: 1, Signal: "SIGTERM"}, "out\n[killed by signal: SIGTERM]"},
 		{"clean exit leaves body", "out", ExitStatus{}, "out"},
 		{"clean exit, empty body", "", ExitStatus{}, ""},
-		{"empty body, nonzero", "", ExitStatus{ExitCode: 3}, "\n[exit code: 3]"},
+		{"empty body, nonzero: no blank line before the marker", "", ExitStatus{ExitCode: 3}, "[exit code: 3]"},
+		{"empty body, signal", "", ExitStatus{Signal: "SIGKILL"}, "[killed by signal: SIGKILL]"},
+		{"clean exit, body is a marker", "[exit code: 3]", ExitStatus{}, "[exit code: 3]\n[exit code: 0]"},
 		{"clean exit, body ends in marker-like text without newline", "done [exit code: 3]", ExitStatus{}, "done [exit code: 3]"},
 		{"clean exit, body ends in an exit marker", "x\n[exit code: 3]", ExitStatus{}, "x\n[exit code: 3]\n[exit code: 0]"},
 		{"clean exit, body ends in a signal marker", "x\n[killed by signal: SIGINT]", ExitStatus{}, "x\n[killed by signal: SIGINT]\n[exit code: 0]"},
@@ -50,7 +52,9 @@ func TestParseExitStatus(t *testing.T) {
 		{"empty", "", "", ExitStatus{}},
 		{"marker alone after newline", "\n[exit code: 1]", "", ExitStatus{ExitCode: 1}},
 		{"marker without a leading newline", "done [exit code: 3]", "done [exit code: 3]", ExitStatus{}},
-		{"marker at start of text", "[exit code: 3]", "[exit code: 3]", ExitStatus{}},
+		{"marker alone: no output", "[exit code: 3]", "", ExitStatus{ExitCode: 3}},
+		{"signal marker alone", "[killed by signal: SIGTERM]", "", ExitStatus{Signal: "SIGTERM"}},
+		{"marker after text on its line", "x[exit code: 3]", "x[exit code: 3]", ExitStatus{}},
 		{"trailing newline after marker", "out\n[exit code: 3]\n", "out\n[exit code: 3]\n", ExitStatus{}},
 		{"trailing space after marker", "out\n[exit code: 3] ", "out\n[exit code: 3] ", ExitStatus{}},
 		{"signal marker with trailing newline", "out\n[killed by signal: SIGKILL]\n", "out\n[killed by signal: SIGKILL]\n", ExitStatus{}},
@@ -146,7 +150,8 @@ func FuzzParseExitStatus(f *testing.F) {
 		}
 		if body != text {
 			marker := text[len(body):]
-			if !strings.HasPrefix(marker, "\n[") || !strings.HasSuffix(marker, "]") || strings.Count(marker, "\n") != 1 {
+			alone := body == "" && strings.HasPrefix(marker, "[") && !strings.Contains(marker, "\n")
+			if !alone && (!strings.HasPrefix(marker, "\n[") || strings.Count(marker, "\n") != 1) || !strings.HasSuffix(marker, "]") {
 				t.Fatalf("consumed %q from %q, not one marker line", marker, text)
 			}
 		}
@@ -168,14 +173,19 @@ func FuzzParseExitStatus(f *testing.F) {
 			t.Fatalf("ParseExitStatus(Render(ParseExitStatus(%q))) = (%q, %+v), want (%q, %+v); rendered %q",
 				text, body2, st2, body, st, rendered)
 		}
-		// A marker in canonical form renders back byte for byte.
+		// A marker in canonical form renders back byte for byte: on a line
+		// of its own, with no blank line before it when there is no body.
+		sep := "\n"
+		if body == "" {
+			sep = ""
+		}
 		switch {
 		case st.Signal != "":
-			if rendered != text {
+			if text[len(body):] == sep+"[killed by signal: "+st.Signal+"]" && rendered != text {
 				t.Fatalf("signal text %q rendered back as %q", text, rendered)
 			}
 		case st.ExitCode != 0:
-			if text[len(body):] == "\n[exit code: "+strconv.Itoa(st.ExitCode)+"]" && rendered != text {
+			if text[len(body):] == sep+"[exit code: "+strconv.Itoa(st.ExitCode)+"]" && rendered != text {
 				t.Fatalf("exit text %q rendered back as %q", text, rendered)
 			}
 		case body == text:

@@ -52,6 +52,10 @@ type Description struct {
 	// sandboxing executor: the classes its sandbox does not close, so that
 	// nobody assumes a protection it does not have.
 	Uncontained []string `json:"uncontained,omitempty"`
+	// Shell is the shell commands run under ("bash", "pwsh"), as a tool's
+	// description names it for a model; empty when the executor does not
+	// say.
+	Shell string `json:"shell,omitempty"`
 }
 
 // ExecRequest is what a caller asks for. Zero fields take the executor's

@@ -27,7 +27,7 @@ func newMCPTools(tool *host.BashTool, jobs *host.Jobs, policy host.ApprovalPolic
 func (t *mcpTools) register(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{
 		Name:        "bash",
-		Description: "Run a bash command and return its output, then an exit marker ([exit code: N] or [killed by signal: X]) when it did not exit 0. With run_in_background, start it as a job instead.",
+		Description: t.tool.Description(),
 		InputSchema: t.tool.InputSchema(),
 	}, t.bash)
 	s.AddTool(&mcp.Tool{

@@ -89,6 +89,7 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 		SettingsSchema:    e.cfg.SettingsSchema,
 		Services:          []string{pluginapi.ServiceShell},
 		Uncontained:       uncontained,
+		Shell:             e.cfg.Shell,
 	}, nil
 }
 

@@ -129,7 +129,10 @@ type DescribeResponse struct {
 	Services       []string `protobuf:"bytes,7,rep,name=services,proto3" json:"services,omitempty"`
 	// What a confined command can still reach: the classes the sandbox does
 	// not close (the kernel offers no means, or the policy allows them).
-	Uncontained   []string `protobuf:"bytes,8,rep,name=uncontained,proto3" json:"uncontained,omitempty"`
+	Uncontained []string `protobuf:"bytes,8,rep,name=uncontained,proto3" json:"uncontained,omitempty"`
+	// The shell commands run under ("bash", "pwsh"); empty when the executor
+	// does not say.
+	Shell         string `protobuf:"bytes,9,opt,name=shell,proto3" json:"shell,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -218,6 +221,13 @@ func (x *DescribeResponse) GetUncontained() []string {
 		return x.Uncontained
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetShell() string {
+	if x != nil {
+		return x.Shell
+	}
+	return ""
 }
 
 type ExecRequest struct {
@@ -1878,7 +1888,7 @@ var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\n" +
 	"\x1cshellexec/v1/shellexec.proto\x12\x10dsh.shellexec.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\x95\x02\n" +
+	"\x0fDescribeRequest\"\xab\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
@@ -1887,7 +1897,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x12settings_namespace\x18\x05 \x01(\tR\x11settingsNamespace\x12'\n" +
 	"\x0fsettings_schema\x18\x06 \x01(\tR\x0esettingsSchema\x12\x1a\n" +
 	"\bservices\x18\a \x03(\tR\bservices\x12 \n" +
-	"\vuncontained\x18\b \x03(\tR\vuncontained\"\xde\x03\n" +
+	"\vuncontained\x18\b \x03(\tR\vuncontained\x12\x14\n" +
+	"\x05shell\x18\t \x01(\tR\x05shell\"\xde\x03\n" +
 	"\vExecRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x18\n" +
 	"\aworkdir\x18\x02 \x01(\fR\aworkdir\x12\x1d\n" +
