@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -73,7 +74,11 @@ func LoadSettingsFile(path string) (*SettingsFile, error) {
 	f := &SettingsFile{Path: path, sections: map[string]*yaml.Node{}, lines: map[string]int{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrSettings, path, err)
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil {
+			msg = m[2]
+		}
+		return nil, f.errorf(syntaxErrorLine(data), "", "%s", msg)
 	}
 	if len(doc.Content) == 0 {
 		return f, nil // empty: every default
@@ -81,6 +86,10 @@ func LoadSettingsFile(path string) (*SettingsFile, error) {
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		return nil, f.errorf(root.Line, "", "the settings must be a mapping of sections (%s)", strings.Join(settingsSections, ", "))
+	}
+	// A key given twice would silently take its last value.
+	if err := f.checkDuplicates(root, ""); err != nil {
+		return nil, err
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i], root.Content[i+1]
@@ -102,10 +111,83 @@ func LoadSettingsFile(path string) (*SettingsFile, error) {
 			}
 		}
 		if err := h.Decode(&f.Host); err != nil {
-			return nil, fmt.Errorf("%w: %s: host: %v", ErrSettings, path, err)
+			return nil, f.hostError(err)
 		}
 	}
 	return f, nil
+}
+
+// yamlErrorLine splits a YAML error that names its line ("yaml: line 3:
+// did not find expected key", "line 5: cannot unmarshal ...").
+var yamlErrorLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// maxSyntaxScan bounds the lines syntaxErrorLine parses prefixes of.
+const maxSyntaxScan = 2000
+
+// syntaxErrorLine finds the line a YAML syntax error is on: the line after
+// the longest run of whole lines from the top that parses. (The YAML
+// library names the line its context began on, often one or more before
+// the fault.)
+func syntaxErrorLine(data []byte) int {
+	lines := strings.SplitAfter(string(data), "\n")
+	n := min(len(lines), maxSyntaxScan)
+	lastOK := 0
+	var v yaml.Node
+	for k := 1; k <= n; k++ {
+		if yaml.Unmarshal([]byte(strings.Join(lines[:k], "")), &v) == nil {
+			lastOK = k
+		}
+	}
+	return min(lastOK+1, max(n, 1))
+}
+
+// checkDuplicates refuses a key that a mapping beneath node (node itself
+// included) holds twice, naming it by its path from the top, and both
+// lines.
+func (f *SettingsFile) checkDuplicates(node *yaml.Node, prefix string) error {
+	switch node.Kind {
+	case yaml.MappingNode:
+		first := map[string]int{}
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			key, val := node.Content[i], node.Content[i+1]
+			if line, ok := first[key.Value]; ok {
+				return f.errorf(key.Line, prefix+key.Value, "duplicate (first at line %d)", line)
+			}
+			first[key.Value] = key.Line
+			if err := f.checkDuplicates(val, prefix+key.Value+"."); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for _, item := range node.Content {
+			if err := f.checkDuplicates(item, prefix); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// hostError places an error decoding the host section at its line and key.
+func (f *SettingsFile) hostError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		if m := yamlErrorLine.FindStringSubmatch(te.Errors[0]); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			key := "host"
+			for _, k := range hostKeys {
+				if l, ok := f.lines["host."+k]; ok && l == line {
+					key = "host." + k
+				}
+			}
+			return f.errorf(line, key, "%s", m[2])
+		}
+	}
+	line := 0
+	if h := f.sections["host"]; h != nil {
+		line = h.Line
+	}
+	return f.errorf(line, "host", "%v", err)
 }
 
 func (f *SettingsFile) errorf(line int, key, format string, args ...any) error {

@@ -53,11 +53,16 @@ func TestSettingsFileRefusesWithKeyAndLine(t *testing.T) {
 	}{
 		{"unknown section", "host: {}\nshel:\n  x: 1\n", ":2: shel: unknown section"},
 		{"unknown host key", "host:\n  executor: bash-local\n  plugindir: x\n", ":3: host.plugindir: unknown setting"},
-		{"wrong host type", "host:\n  checksums: [a, b]\n", "host:"},
+		{"wrong host type", "host:\n  executor: bash-local\n  checksums: [a, b]\n", ":3: host.checksums: cannot unmarshal !!seq into map[string]string"},
+		{"duplicate key", "shell:\n  defaultTimeoutMs: 5\n  killGraceMs: 10\n  defaultTimeoutMs: 6\n", ":4: shell.defaultTimeoutMs: duplicate (first at line 2)"},
+		{"duplicate section", "shell:\n  defaultTimeoutMs: 5\nhost: {}\nshell:\n  killGraceMs: 10\n", ":4: shell: duplicate (first at line 1)"},
+		{"duplicate host key", "host:\n  executor: a\n  executor: b\n", ":3: host.executor: duplicate (first at line 2)"},
+		{"duplicate nested key", "host:\n  checksums:\n    a: x\n    a: y\n", ":4: host.checksums.a: duplicate (first at line 3)"},
+		{"YAML syntax, with its line", "shell:\n  defaultTimeoutMs: 5\n killGraceMs: 10\n", "settings.yaml:3: "},
 		{"unknown shell key", "shell:\n  defaultTimeoutMs: 5\n  noSuchKey: 1\n", ":3: shell.noSuchKey: unknown setting"},
 		{"wrong shell type", "shell:\n  killGraceMs: soon\n", ":2: shell.killGraceMs: type: soon has type \"string\", want \"integer\""},
 		{"out of range", "shell:\n  killGraceMs: 999999\n", ":2: shell.killGraceMs: "},
-		{"not YAML", "host: [\n", "settings.yaml"},
+		{"not YAML: the line the open bracket is on", "host: [\n", "settings.yaml:1: did not find expected node content"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeSettings(t, tc.text)
