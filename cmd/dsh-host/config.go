@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
 // configCmd prints the effective configuration: `dsh-host config --dump`.
@@ -91,7 +92,49 @@ func configCmd(args []string) int {
 		}
 	}
 	_ = w.Flush()
+	scrubbed, err := scrubbedLine(file, d, os.Environ())
+	if err != nil {
+		return cannot(err)
+	}
+	if scrubbed != "" {
+		fmt.Printf("\n%s\n", scrubbed)
+	}
 	return 0
+}
+
+// scrubbedLine names the variables of environ (dsh-host's own, which the
+// executor inherits) that the executor keeps from its commands under the
+// settings in force; names only, never values. It is "" for an executor
+// without the local executors' scrub (no scrubCredentials setting): its
+// rules are its own.
+func scrubbedLine(file *host.SettingsFile, d pluginapi.Description, environ []string) (string, error) {
+	var sch struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal([]byte(d.SettingsSchema), &sch) != nil || sch.Properties["scrubCredentials"] == nil {
+		return "", nil
+	}
+	var s localexec.Settings
+	if file != nil {
+		raw, err := file.Section(pluginapi.SettingsNamespace, d.SettingsSchema)
+		if err != nil {
+			return "", err
+		}
+		if raw != nil {
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return "", err
+			}
+		}
+	}
+	const label = "inherited variables scrubbed: "
+	if s.ScrubCredentials != nil && !*s.ScrubCredentials {
+		return label + "none (" + pluginapi.SettingsNamespace + ".scrubCredentials is false)", nil
+	}
+	names := localexec.ScrubbedNames(s, environ)
+	if len(names) == 0 {
+		return label + "none", nil
+	}
+	return label + strings.Join(names, ", "), nil
 }
 
 // dumpSection prints each key of a section's schema: the value the file

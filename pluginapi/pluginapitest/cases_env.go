@@ -10,12 +10,16 @@ const (
 	inheritedCredential = "DSH_CONFORMANCE_API_TOKEN"
 	inheritedPlain      = "DSH_CONFORMANCE_PLAIN"
 	inheritedTerm       = "xterm-256color"
+	// inheritedURL has a plain name; its value, a URL with a password, is
+	// what makes it a credential.
+	inheritedURL = "DSH_CONFORMANCE_REMOTE"
 )
 
 // inheritedEnv is what RunWith sets with t.Setenv.
 var inheritedEnv = map[string]string{
 	inheritedCredential: "s3cr3t",
 	inheritedPlain:      "kept",
+	inheritedURL:        "https://ci:s3cr3t@git.example.com/repo.git",
 	"TERM":              inheritedTerm,
 }
 
@@ -35,6 +39,11 @@ var envCases = []suiteCase{
 	{"env/inherited credentials are scrubbed", func(e *env) {
 		if got := printEnv(e, inheritedCredential, pluginapi.ExecRequest{}); got != "" {
 			e.t.Errorf("%s reached the command as %q", inheritedCredential, got)
+		}
+	}},
+	{"env/inherited credentials are told by their value too", func(e *env) {
+		if got := printEnv(e, inheritedURL, pluginapi.ExecRequest{}); got != "" {
+			e.t.Errorf("%s, a URL with a password, reached the command as %q", inheritedURL, got)
 		}
 	}},
 	{"env/model-friendly overrides win over the inherited environment", func(e *env) {

@@ -99,6 +99,125 @@ func TestScrubbedPatterns(t *testing.T) {
 	}
 }
 
+// fake is prefix followed by n characters of a token's alphabet: values
+// shaped like real credentials, put together here so that no secret scanner
+// takes this file for a leak.
+func fake(prefix string, n int) string {
+	const alphabet = "aB3dE5gH7jK9mN2pQ4sT6vW8yZ"
+	return prefix + strings.Repeat(alphabet, n/len(alphabet)+1)[:n]
+}
+
+// Real-world names and values, each scrubbed or kept for the reason it
+// gives: by name (CredentialPatterns, less notCredentials) or by value
+// (credentialValue).
+func TestBuildEnvScrubsCredentialsByNameAndValue(t *testing.T) {
+	const hex32 = "0123456789abcdef" + "0123456789abcdef"
+	tests := []struct {
+		name, value string
+		hidden      bool
+		why         string
+	}{
+		// Scrubbed.
+		{"GITHUB_PAT", fake("ghp_", 36), true, "*_PAT, and a GitHub classic token by its prefix"},
+		{"RELEASE_BOT", fake("ghs_", 36), true, "a GitHub app token by its prefix, under a plain name"},
+		{"GH_FINE_GRAINED", fake("github_pat_", 82), true, "a GitHub fine-grained token by its prefix"},
+		{"CI_REPO_URL", "https://oauth2:" + fake("glpat-", 20) + "@gitlab.com/g/p.git", true, "a URL with a password (a GitLab token)"},
+		{"GIT_HTTP_HEADER", "Authorization: Bearer " + fake("gho_", 36), true, "a GitHub OAuth token inside a header"},
+		{"LLM_BEARER", fake("sk-ant-api03-", 93), true, "an Anthropic key by its prefix"},
+		{"OPENAI_PROJECT", fake("sk-proj-", 120), true, "an OpenAI project key by its prefix"},
+		{"DEEPSEEK", "sk-" + hex32, true, "an OpenAI-style key: sk- and 32 letters and digits"},
+		{"SLACK_BOT", "xoxb-1234567890-1234567890123-" + fake("", 24), true, "a Slack bot token by its prefix"},
+		{"SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T0000/B0000/" + fake("", 24), true, "*WEBHOOK*, and a Slack webhook"},
+		{"NOTIFY_URL", "https://hooks.slack.com/services/T0A1B2C3D/B0A1B2C3D/" + fake("", 24), true, "a Slack webhook under a plain name"},
+		{"DISCORD_WEBHOOK", "https://discord.com/api/webhooks/1234567890/" + fake("", 68), true, "*WEBHOOK*: a webhook's URL is its secret"},
+		{"BACKUP_S3_ID", "AKIA" + "IOSFODNN7EXAMPLE", true, "an AWS access key id"},
+		{"S3_UPLOADER", "ASIA" + "Y34FZKBOKMUTVV7A", true, "an AWS temporary access key id"},
+		{"STRIPE_SK", fake("sk_live_", 99), true, "*_SK, and a Stripe secret key"},
+		{"PAYMENTS", fake("rk_live_", 99), true, "a Stripe restricted key by its prefix"},
+		{"NPM_PUBLISH", fake("npm_", 36), true, "an npm token by its prefix"},
+		{"PYPI_UPLOAD", "pypi-AgEIcHlwaS5vcmc" + fake("", 60), true, "a PyPI token by its prefix"},
+		{"HUGGINGFACE_HUB", fake("hf_", 34), true, "a Hugging Face token by its prefix"},
+		{"MAPS", fake("AIza", 35), true, "a Google API key by its prefix"},
+		{"DATABASE_URL", "postgres://app:hunter2@db.internal:5432/app", true, "a URL with a password"},
+		{"REDIS_URL", "redis://:hunter2@cache:6379/0", true, "a URL with a password and no user"},
+		{"HTTPS_PROXY", "http://alice:hunter2@proxy.corp:3128", true, "a URL with a password (allowlist it to keep such a proxy)"},
+		{"JDBC_URL", "jdbc:mysql://db:3306/app?user=app&password=hunter2", true, "a password in a URL's query"},
+		{"DB_DSN", "host=db user=app password=hunter2 dbname=app", true, "a password in a libpq DSN"},
+		{"AZURE_STORAGE_CONNECTION_STRING", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + fake("", 86) + "==;EndpointSuffix=core.windows.net", true, "an Azure account key in a connection string"},
+		{"DEPLOY_SSH", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----", true, "a private key"},
+		{"DOCKER_AUTH_CONFIG", `{"auths":{"registry.example.com":{"auth":"dXNlcjpodW50ZXIy"}}}`, true, "*AUTH_CONFIG*: registry credentials, in base64"},
+		{"DB_PASS", "hunter2", true, "*_PASS"},
+		{"AZURE_DEVOPS_EXT_PAT", "abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrst", true, "*_PAT: this value has no prefix to tell it by"},
+		{"GITHUB_TOKEN", "x", true, "*TOKEN*, whatever the value"},
+		{"TOKENIZERS_PARALLELISM", fake("ghp_", 36), true, "a setting's name does not excuse a token"},
+
+		// Kept.
+		{"PATH", "/usr/local/bin:/usr/bin:/bin", false, "an ordinary name and value"},
+		{"HOME", "/home/ada", false, "an ordinary name and value"},
+		{"PWD", "/home/ada/src", false, "not *PASSWORD* nor *PASSWD*"},
+		{"OLDPWD", "/home/ada", false, "not *PASSWORD* nor *PASSWD*"},
+		{"LANG", "en_US.UTF-8", false, "an ordinary name and value"},
+		{"LC_ALL", "sk_SK.UTF-8", false, "a locale that begins like a Stripe key"},
+		{"GIT_AUTHOR_NAME", "Ada Lovelace", false, "an ordinary name and value"},
+		{"KEYBOARD", "us", false, "KEY begins the name: not *_KEY"},
+		{"SSH_AUTH_SOCK", "/tmp/ssh-XXXXabcd/agent.1234", false, "a socket's path, which git over ssh needs: not *_AUTH"},
+		{"SSH_ASKPASS", "/usr/lib/ssh/x11-ssh-askpass", false, "a program's path: not *_PASS"},
+		{"PGPASSFILE", "/home/ada/.pgpass", false, "a file's path: not *_PASS"},
+		{"TOKENIZERS_PARALLELISM", "false", false, "a setting *TOKEN* would catch: notCredentials"},
+		{"MAX_THINKING_TOKENS", "31999", false, "a setting *TOKEN* would catch: notCredentials"},
+		{"STRIPE_PK", fake("pk_live_", 99), false, "a Stripe publishable key is public"},
+		{"CLUSTER", "sk-prod-cluster-eu-west-1", false, "sk- then words, not a key"},
+		{"REGION", "ASIAPACIFIC", false, "ASIA and too few letters for an AWS key id"},
+		{"BUILD_SHA", "4b825dc642cb6eb9a060e54bf8d69288fbee4904", false, "a commit hash has no token prefix"},
+		{"DOCKER_HOST", "tcp://10.0.0.5:2376", false, "a URL with a port, not a password"},
+		{"GIT_REMOTE", "ssh://git@github.com:22/org/repo.git", false, "a URL with a user and no password"},
+		{"HTTP_PROXY", "http://proxy.corp:3128", false, "a proxy without a password"},
+		{"SENTRY_DSN", "https://" + hex32 + "@o123456.ingest.sentry.io/4504", false, "a Sentry DSN: a public key, no password"},
+		{"OPENAI_BASE_URL", "https://api.openai.com/v1", false, "an endpoint, not a key"},
+		{"npm_config_cache", "/home/ada/.npm", false, "npm_ begins the name, not a token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(tt.name, tt.value)
+			_, kept := envMap(t, buildEnv(DefaultSettings, nil, nil))[tt.name]
+			if want := "kept"; kept == tt.hidden {
+				if tt.hidden {
+					want = "scrubbed"
+				}
+				t.Errorf("%s is not %s: %s", tt.name, want, tt.why)
+			}
+		})
+	}
+}
+
+// ScrubbedNames lists, by name only, what buildEnv would hide under the
+// given settings: the allowlist lets a name through whatever its value, own
+// patterns replace the names but not the value rules, and nothing is hidden
+// with the scrub off.
+func TestScrubbedNames(t *testing.T) {
+	environ := []string{
+		"GITHUB_PAT=x", "DATABASE_URL=postgres://app:hunter2@db/app", "PATH=/bin",
+		"B_TOKEN=", "TOKENIZERS_PARALLELISM=false", "=C:=C:\\", "NO_EQUALS",
+	}
+	off := false
+	tests := []struct {
+		name     string
+		settings Settings
+		want     []string
+	}{
+		{"defaults", Settings{}, []string{"B_TOKEN", "DATABASE_URL", "GITHUB_PAT"}},
+		{"allowlist", Settings{CredentialAllowlist: []string{"DATABASE_URL", "GITHUB_*"}}, []string{"B_TOKEN"}},
+		{"own patterns", Settings{CredentialPatterns: []string{"PATH"}}, []string{"DATABASE_URL", "PATH"}},
+		{"scrub off", Settings{ScrubCredentials: &off}, nil},
+	}
+	for _, tt := range tests {
+		got := ScrubbedNames(tt.settings, environ)
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: ScrubbedNames = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestBuildEnvLayers(t *testing.T) {
 	t.Setenv("TERM", "xterm")
 	t.Setenv("PAGER", "less")

@@ -35,8 +35,10 @@ type Settings struct {
 	// BackgroundBufferBytes bounds the unread output a background process
 	// keeps in memory per stream; past it reads are lossy.
 	BackgroundBufferBytes int64 `json:"backgroundBufferBytes,omitempty"`
-	// ScrubCredentials removes inherited variables matching
-	// CredentialPatterns (default true), except those in CredentialAllowlist.
+	// ScrubCredentials removes inherited variables whose name matches
+	// CredentialPatterns, or whose value looks like a credential (a token
+	// with a known prefix, a URL with a password: credentialValue), except
+	// those in CredentialAllowlist (default true).
 	ScrubCredentials    *bool    `json:"scrubCredentials,omitempty"`
 	CredentialPatterns  []string `json:"credentialPatterns,omitempty"`
 	CredentialAllowlist []string `json:"credentialAllowlist,omitempty"`
