@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -191,5 +192,87 @@ func TestStoppedSpawnerDoesNotHoldARun(t *testing.T) {
 	}
 	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again", Workdir: ws}, nil); err != nil || res.Stdout.Text != "again\n" {
 		t.Errorf("after the stopped spawner: %+v %v", res, err)
+	}
+}
+
+// A run's init the spawner could not make (here: its pids control group
+// is full) is replaced like one that was used: once the cause goes, the
+// next commands start at once, and a command already running is not
+// disturbed. (Unreplaced, the failures drained the ready runs, a start
+// waited out its deadline, and the spawner was killed with the running
+// command.)
+func TestInitFailuresAreReplaced(t *testing.T) {
+	const pids = "/sys/fs/cgroup/pids"
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "filling a pids control group needs root")
+	}
+	if _, err := os.Stat(filepath.Join(pids, "cgroup.procs")); err != nil {
+		skipOrFail(t, "no cgroup v1 pids hierarchy at %s: %v", pids, err)
+	}
+	cg, err := os.MkdirTemp(pids, "dsh-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(file, v string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(cg, file), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err := bashsandbox.New(bashsandbox.SandboxPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.WriteFile(filepath.Join(cg, "pids.max"), []byte("max"), 0o644)
+		_ = x.Close(context.Background())
+		// Empty once the spawner and its inits are gone.
+		for began := time.Now(); os.Remove(cg) != nil && time.Since(began) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	run := func(command string) pluginapi.RunResult {
+		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: command, Workdir: ws}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	run("true")
+	long := make(chan pluginapi.RunResult, 1)
+	go func() { long <- run("sleep 4; echo survived") }()
+	sp := spawners(t)
+	if len(sp) != 1 {
+		t.Fatalf("%d spawners, want 1", len(sp))
+	}
+	time.Sleep(300 * time.Millisecond) // the long run started, and its init was replaced
+	write("cgroup.procs", strconv.Itoa(sp[0]))
+	current, err := os.ReadFile(filepath.Join(cg, "pids.current"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("pids.max", strings.TrimSpace(string(current))) // no more inits
+	for range 3 {
+		run("echo limited") // may run on a ready init, or fail to start: either is fine
+	}
+	write("pids.max", "max")
+	for i := range 3 {
+		began := time.Now()
+		res := run("echo ok")
+		if res.Stdout.Text != "ok\n" || res.ExitCode == nil || *res.ExitCode != 0 {
+			t.Errorf("command %d after the limit went: %+v (sandbox facts %+v)", i, res, res.Sandbox)
+		}
+		if took := time.Since(began); took > 5*time.Second {
+			t.Errorf("command %d after the limit went took %s", i, took)
+		}
+	}
+	res := <-long
+	if res.Stdout.Text != "survived\n" || res.Sandbox == nil || res.Sandbox.Interrupted != "" {
+		t.Errorf("the command running meanwhile: %q, interrupted %q", res.Stdout.Text, res.Sandbox.Interrupted)
+	}
+	if now := spawners(t); len(now) != 1 || now[0] != sp[0] {
+		t.Errorf("spawners %v after, want the same one (%d)", now, sp[0])
 	}
 }

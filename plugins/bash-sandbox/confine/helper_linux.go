@@ -33,6 +33,10 @@ func IsHelper() bool { return len(os.Args) > 1 && os.Args[1] == helperArg }
 // of the socket closes) it kills every init, and with them every run, and
 // returns.
 func HelperMain() int {
+	// Inits start on this thread, the main one, locked to this goroutine
+	// for life: an init dies when the thread that started it does
+	// (PR_SET_PDEATHSIG).
+	runtime.LockOSThread()
 	// One thread runs Go code here at a time: the spawner waits in system
 	// calls, and its Go runtime has nothing to spread.
 	runtime.GOMAXPROCS(1)
@@ -50,9 +54,6 @@ func HelperMain() int {
 	}
 	p, err := decodePolicy([]byte(os.Getenv(policyVar)))
 	os.Unsetenv(policyVar)
-	// Runs start on this thread, which lives as long as the process: an
-	// init dies when the thread that started it does (PR_SET_PDEATHSIG).
-	runtime.LockOSThread()
 	var conf *confinement
 	if err == nil {
 		conf, err = setUpSpawner(p)

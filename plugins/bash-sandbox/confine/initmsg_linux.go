@@ -59,6 +59,10 @@ const initMsgSize = 16
 // errInitTimeout: a run's init said nothing within its deadline.
 var errInitTimeout = errors.New("no answer in time")
 
+// errFilesLost: a message's descriptors did not all arrive (this process
+// is out of descriptors, most likely); the message itself was read.
+var errFilesLost = errors.New("its descriptors were lost on the way (this process is out of descriptors?)")
+
 // readInitMsg reads one message from a run's init, and the descriptor that
 // came with it (-1 for none), waiting at most deadline (0: as long as it
 // takes).
@@ -100,10 +104,10 @@ func readInitMsgFiles(ctl int, deadline time.Duration) (initMsg, []int, error) {
 	}
 	buf := make([]byte, initMsgSize)
 	oob := make([]byte, unix.CmsgSpace(2*4))
-	var n, oobn int
+	var n, oobn, flags int
 	var err error
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, flags, _, err = unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err != unix.EINTR {
 			break
 		}
@@ -120,6 +124,10 @@ func readInitMsgFiles(ctl int, deadline time.Duration) (initMsg, []int, error) {
 				}
 			}
 		}
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		closeAll(files)
+		return initMsg{}, nil, errFilesLost
 	}
 	if n != initMsgSize {
 		closeAll(files)

@@ -3,6 +3,7 @@
 package confine
 
 /*
+#cgo LDFLAGS: -Wl,-z,now
 #include <stdlib.h>
 #include <string.h>
 #include "runinit_linux.h"
@@ -10,6 +11,7 @@ package confine
 import "C"
 
 import (
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -32,6 +34,8 @@ const initStack = 64 << 10
 type initMem struct {
 	init  *C.struct_dsh_init
 	frees []unsafe.Pointer
+	// stack is the init's stack, its lowest page a guard.
+	stack []byte
 }
 
 // release unmaps what the reaped init left mapped, and frees its memory.
@@ -44,6 +48,10 @@ func (m *initMem) release() {
 		C.free(p)
 	}
 	m.frees = nil
+	if m.stack != nil {
+		_ = unix.Munmap(m.stack)
+		m.stack = nil
+	}
 }
 
 // mapped lists the start of each mapping the init (or its command's
@@ -103,8 +111,19 @@ func startInit(w *initSpec) (int, *initMem, error) {
 		init.mount_proc = 1
 	}
 	init.processes = C.long(w.processes)
-	stack := alloc(initStack)
-	pid := int(C.dsh_start_init(init, stack, initStack))
+	// Its own mapping, whose lowest page faults: an init that overran its
+	// stack dies, rather than writing over this process's memory.
+	stack, err := unix.Mmap(-1, 0, initStack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
+	if err != nil {
+		m.release()
+		return 0, nil, err
+	}
+	m.stack = stack
+	if err := unix.Mprotect(stack[:os.Getpagesize()], unix.PROT_NONE); err != nil {
+		m.release()
+		return 0, nil, err
+	}
+	pid := int(C.dsh_start_init(init, unsafe.Pointer(&stack[0]), initStack))
 	if pid < 0 {
 		m.release()
 		return 0, nil, syscall.Errno(-pid)

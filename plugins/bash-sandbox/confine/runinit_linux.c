@@ -1,20 +1,24 @@
 //go:build linux && cgo
 
 // The per-run init of bash-sandbox, in C because it runs beside a Go
-// process, where no Go code may run: it makes only system calls, allocates
-// nothing, and never returns into Go. On amd64 and arm64 it shares the
-// spawner's address space (CLONE_VM): its making costs no copy of the
-// spawner's memory, and its end no teardown of one. It then touches only
-// its own stack, its dsh_init and what it maps, and makes its system calls
-// itself, never through libc's wrappers: those write errno, and a
+// process, where no Go code may run: it makes system calls, maps the memory
+// it needs (no malloc), and never returns into Go. On amd64 and arm64 it
+// shares the spawner's address space (CLONE_VM): its making costs no copy
+// of the spawner's memory, and its end no teardown of one. It then touches
+// only its own stack, its dsh_init and what it maps, and makes its system
+// calls itself, never through libc's wrappers: those write errno, and a
 // cancellation state, in the spawner's main thread (whose thread pointer
-// it shares).
+// it shares). What it still calls of libc touches no such state: the
+// string functions, and clone, which writes errno only when it fails (the
+// failure is then reported as EAGAIN). The binary binds every symbol at
+// load (-z now), so no lazy binding runs in an init either.
 //
 // The spawner calls dsh_start_init ahead of each command: it clones an init
 // into new PID, IPC and mount namespaces, which mounts the run's /proc and
-// starts the command's process as PID 2. That process confines itself (no
-// capabilities, no_new_privs, Landlock, seccomp, limits) and waits: when
-// the plugin sends it its run (the command, its files and control
+// starts the command's process (its first PID: 2, or 300 with a process
+// limit in force). That process confines itself (no capabilities,
+// no_new_privs, Landlock, seccomp, limits) and waits: when the plugin
+// sends it its run (the command, its files and control
 // groups), it joins the groups, takes the files, and executes the shell.
 // The init reaps what the command leaves, and when the shell ends it kills
 // every process left in the namespace, reaps them, reports the shell's
@@ -135,11 +139,15 @@ static void *map(struct dsh_init *w, int i, unsigned long len) {
 	return p;
 }
 
-// unmap unmaps w's mapping i, if it is mapped.
+// unmap unmaps w's mapping i, if it is mapped. The record goes first: an
+// init killed between the two leaves a mapping behind (which the spawner's
+// release no longer knows of), never a record of one that is gone (which
+// release would unmap again, whoever holds those pages by then).
 static void unmap(struct dsh_init *w, int i) {
-	if (w->maps[i]) {
-		S2(SYS_munmap, w->maps[i], w->maplens[i]);
+	void *p = w->maps[i];
+	if (p) {
 		w->maps[i] = NULL;
+		S2(SYS_munmap, p, w->maplens[i]);
 	}
 }
 
@@ -210,14 +218,19 @@ static __attribute__((noreturn)) void fail(struct child *c, int op, long r) {
 }
 
 // recv_all reads n bytes of the run into buf, in messages of at most
-// DSH_RUN_CHUNK: 0, or -errno (-EPIPE when the socket ends first).
+// DSH_RUN_CHUNK: 0, or -errno (-EPIPE when the socket ends first, -EMSGSIZE
+// for a message longer than a chunk, which the protocol has none of).
 static long recv_all(int ctl, char *buf, unsigned long n) {
 	unsigned long got = 0;
 	while (got < n) {
 		unsigned long want = n - got < DSH_RUN_CHUNK ? n - got : DSH_RUN_CHUNK;
-		long k = S(S6(SYS_recvfrom, ctl, buf + got, want, 0, 0, 0));
+		struct iovec iov = {.iov_base = buf + got, .iov_len = want};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+		long k = S(S3(SYS_recvmsg, ctl, &m, MSG_CMSG_CLOEXEC));
 		if (k <= 0)
 			return k == 0 ? -EPIPE : k;
+		if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+			return -EMSGSIZE;
 		got += (unsigned long)k;
 	}
 	return 0;
@@ -259,10 +272,13 @@ static long receive_run(struct dsh_init *w, struct dsh_run *r) {
 		for (int i = 0; i < k && nfds < (int)(sizeof fds / sizeof fds[0]); i++)
 			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 	}
+	if (n != sizeof h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return -EINVAL;
 	int stdin_sent = (h.flags & DSH_RUN_STDIN) != 0;
-	if (n != sizeof h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || h.kind != DSH_RUN || h.argc < 1 ||
-	    h.envc < 0 || h.ncgroups < 0 || h.ncgroups > DSH_RUN_MAX_CGROUPS || h.size < 1 ||
-	    h.size > DSH_RUN_MAX_SIZE || h.argc > h.size || h.envc > h.size ||
+	// Each string takes at least its NUL: counts beyond the size are lies,
+	// and would map vectors far larger than the run.
+	if (h.kind != DSH_RUN || h.argc < 1 || h.envc < 0 || h.ncgroups < 0 || h.ncgroups > DSH_RUN_MAX_CGROUPS ||
+	    h.size < 1 || h.size > DSH_RUN_MAX_SIZE || (int64_t)h.argc + h.envc + 1 > h.size ||
 	    nfds != stdin_sent + 2 + h.ncgroups)
 		return -EINVAL;
 	char *buf = map(w, DSH_MAP_RUN, (unsigned long)h.size);
@@ -495,8 +511,8 @@ static int init_main(void *arg) {
 	if (S5(SYS_ppoll, &p, 1, &zero, 0, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
 		sys_exit(1);
 	// The host's /proc, before the run's covers it: the shell's pid as the
-	// plugin knows it is read there. Close-on-exec, and closed before the
-	// command runs anything.
+	// plugin knows it is read there. Close-on-exec: the command's process
+	// never has it past its exec.
 	long hostproc = sys_open(AT_FDCWD, "/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (hostproc < 0)
 		failed(w->ctl, hostproc, DSH_OP_SETUP);

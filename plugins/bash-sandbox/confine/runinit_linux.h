@@ -97,7 +97,7 @@ enum {
 	DSH_RUN = 0x52554e31, // "RUN1"
 	DSH_RUN_STDIN = 1,
 	DSH_RUN_CHUNK = 32 * 1024,
-	DSH_RUN_MAX_SIZE = 16 << 20,
+	DSH_RUN_MAX_SIZE = 4 << 20, // past ARG_MAX's usual 2 MiB: exec would refuse it
 	DSH_RUN_MAX_CGROUPS = 4,
 };
 

@@ -22,7 +22,7 @@ const (
 	runKind      = 0x52554e31
 	runStdin     = 1
 	runChunk     = 32 * 1024
-	runMaxSize   = 16 << 20
+	runMaxSize   = 4 << 20
 	runMaxGroups = 4
 	runHeaderLen = 32
 )

@@ -45,8 +45,11 @@ type Spawner struct {
 	running atomic.Int64 // runs started and not yet waited for
 
 	// ready holds the ready inits' sockets (or why one could not be
-	// made), in the order the spawner sent them.
-	ready chan readyInit
+	// made), in the order the spawner sent them; asked counts the inits
+	// asked for, answered (watch's) the answers.
+	ready    chan readyInit
+	asked    atomic.Int64
+	answered int64
 
 	mu   sync.Mutex
 	gone chan struct{}
@@ -149,10 +152,12 @@ const readyInits = 2
 const maxReady = 8
 
 // readyInit is a ready init's socket, or why the spawner could not make
-// one.
+// one; seq numbers the spawner's answers, in order: the nth answers the
+// nth init asked for.
 type readyInit struct {
 	ctl int
 	err error
+	seq int64
 }
 
 // watch takes the ready inits the spawner sends, and closes Gone once the
@@ -164,11 +169,13 @@ func (s *Spawner) watch() {
 		var r reply
 		var fds []int
 		fds, err = readFrame(s.conn, &r)
-		if err != nil {
-			break
-		}
-		got := readyInit{ctl: -1}
+		got := readyInit{ctl: -1, seq: s.answered}
 		switch {
+		case errors.Is(err, errFilesLost):
+			// An init came without its socket: it is let go (it sees the
+			// end of its socket), and the start that takes this learns why.
+			got.err, err = fmt.Errorf("sandbox spawner: a run's init: %w", errFilesLost), nil
+		case err != nil:
 		case r.Init && len(fds) == 1:
 			got.ctl, fds = fds[0], nil
 			// A send to an init never waits long: it reads its run at once.
@@ -184,6 +191,7 @@ func (s *Spawner) watch() {
 		if err != nil {
 			break
 		}
+		s.answered++
 		select {
 		case s.ready <- got:
 		default:
@@ -204,6 +212,7 @@ func (s *Spawner) watch() {
 func (s *Spawner) ask(n int) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.asked.Add(int64(n)) // before the answers can come
 	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
 	err := writeFrame(s.conn, request{Inits: n})
 	_ = s.conn.SetWriteDeadline(time.Time{})
@@ -214,9 +223,13 @@ func (s *Spawner) ask(n int) error {
 	return nil
 }
 
-// take takes a ready init. When none is
-// ready it waits for one, within replyDeadline, as long as the spawner is
-// neither gone nor stopped.
+// take takes a ready init, for the caller to replace with ask(1) once its
+// command started (the spawner's making of the next one then does not
+// slow this one's start). When none is ready it asks for one of its own,
+// and waits for one, within replyDeadline, as long as the spawner is
+// neither gone nor stopped. A failure to make an init asked for before
+// this take began is old news: it is replaced, and the take goes on; one
+// asked for since is this take's answer.
 func (s *Spawner) take() (int, error) {
 	// A stopped spawner makes no more inits and reaps none: it is
 	// replaced before its ready ones run out.
@@ -224,32 +237,55 @@ func (s *Spawner) take() (int, error) {
 		s.fail(fmt.Errorf("%w: it is stopped; it was killed, and will be replaced", ErrSpawnerGone))
 		return -1, s.gonErr()
 	}
-	var got readyInit
-	select {
-	case got = <-s.ready:
-	default:
-		deadline := time.NewTimer(replyDeadline)
-		defer deadline.Stop()
-		tick := time.NewTicker(reportGrace)
-		defer tick.Stop()
-	wait:
-		for {
-			select {
-			case got = <-s.ready:
-				break wait
-			case <-s.gone:
-				return -1, s.gonErr()
-			case <-tick.C:
-				if !stopped(s.proc.Pid) {
-					continue
-				}
-			case <-deadline.C:
-			}
-			s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or made no run's init in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
-			return -1, s.gonErr()
+	since := s.asked.Load() // answers numbered from here were asked for since
+	for {
+		got, err := s.next()
+		if err != nil {
+			return -1, err
+		}
+		if got.err == nil {
+			return got.ctl, nil
+		}
+		if aerr := s.ask(1); aerr != nil {
+			return -1, aerr
+		}
+		if got.seq >= since {
+			return -1, got.err
 		}
 	}
-	return got.ctl, got.err
+}
+
+// next is the next ready init (or failure to make one), waiting for it
+// when there is none yet (see take).
+func (s *Spawner) next() (readyInit, error) {
+	select {
+	case got := <-s.ready:
+		return got, nil
+	default:
+	}
+	// None ready: this start does not wait on others' to be replaced.
+	if err := s.ask(1); err != nil {
+		return readyInit{}, err
+	}
+	deadline := time.NewTimer(replyDeadline)
+	defer deadline.Stop()
+	tick := time.NewTicker(reportGrace)
+	defer tick.Stop()
+	for {
+		select {
+		case got := <-s.ready:
+			return got, nil
+		case <-s.gone:
+			return readyInit{}, s.gonErr()
+		case <-tick.C:
+			if !stopped(s.proc.Pid) {
+				continue
+			}
+		case <-deadline.C:
+		}
+		s.fail(fmt.Errorf("%w: it stopped answering (it is stopped, or made no run's init in %s); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline))
+		return readyInit{}, s.gonErr()
+	}
 }
 
 // StartsElsewhere marks a Spawner a localexec.ElsewhereLauncher: its
@@ -290,7 +326,7 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 		return nil, err
 	}
 	// The init taken is replaced once the command runs (or could not):
-	// the spawner's fork of the next one does not delay this one's start.
+	// the spawner's making of the next one does not delay this one's start.
 	defer func() { _ = s.ask(1) }()
 	var m initMsg
 	var files []int
@@ -351,6 +387,13 @@ func (s *Spawner) awaitStart(ctl int) (initMsg, []int, error) {
 		switch {
 		case err == nil:
 			return m, files, nil
+		case errors.Is(err, errFilesLost):
+			// The command may have started, and with its pidfd lost it
+			// cannot be followed: its spawner is killed, and the command
+			// with it. Not ErrSpawnerGone: a command that may have run is
+			// not started again.
+			s.fail(fmt.Errorf("%w: a run's start %v; it was killed, and will be replaced", ErrSpawnerGone, errFilesLost))
+			return m, nil, fmt.Errorf("sandbox spawner: the run's start %w; its spawner was killed, and the command with it", errFilesLost)
 		case err != errInitTimeout:
 			// The init is gone.
 			select {

@@ -149,7 +149,7 @@ func writeFrame(c frameConn, v any, fds ...int) error {
 func readFrame(c frameConn, v any) ([]int, error) {
 	var head [4]byte
 	oob := make([]byte, unix.CmsgSpace(maxFrameFiles*4))
-	n, oobn, _, _, err := c.ReadMsgUnix(head[:], oob)
+	n, oobn, flags, _, err := c.ReadMsgUnix(head[:], oob)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +187,12 @@ func readFrame(c frameConn, v any) ([]int, error) {
 	if err := json.Unmarshal(body, v); err != nil {
 		closeAll(fds)
 		return nil, err
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		// The frame was read whole, its files not: the stream is still
+		// in step, the frame is not to be used.
+		closeAll(fds)
+		return nil, errFilesLost
 	}
 	return fds, nil
 }
