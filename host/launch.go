@@ -56,7 +56,10 @@ type Executor struct {
 }
 
 // BuiltinExecutor is the executor the running binary serves itself under
-// `plugin serve NAME`: still a separate process, over go-plugin.
+// `plugin serve NAME`: still a separate process, over go-plugin. The binary
+// must serve it: its main calls builtins.ServeIfAsked()
+// (github.com/dsh-host/dsh-host/plugins/builtins) first thing, as dsh-host's
+// does; a launch fails, saying so, where it does not.
 func BuiltinExecutor(name string) (Executor, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -117,6 +120,14 @@ func Launch(ctx context.Context, opts Options) (*Host, error) {
 // shell service (Mount checks the set instead).
 func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error) {
 	ex := opts.Executor
+	if name := os.Getenv(pluginapi.BuiltinServeVar); name != "" {
+		// This program was launched to serve an executor, and its main went
+		// on to launch some instead: served, it would do so again, and
+		// again.
+		return nil, fmt.Errorf("%w %s: this process was started to serve the built-in executor %s (%q), but its main launches executors instead: "+
+			"a program that launches its own built-in executors must call builtins.ServeIfAsked() (github.com/dsh-host/dsh-host/plugins/builtins) first thing in main",
+			ErrLaunch, ex.Name, name, os.Args)
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -156,6 +167,9 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	// a dead plugin left can still be found.
 	tagPrefix := randomPrefix()
 	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + sockDir, execIDPrefixVar + "=" + tagPrefix}
+	if ex.Builtin {
+		cmd.Env = append(cmd.Env, pluginapi.BuiltinServeVar+"="+ex.Name)
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
@@ -173,6 +187,9 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	}
 	rpc, err := client.Client()
 	if err != nil {
+		if ex.Builtin {
+			err = fmt.Errorf("%w (%s serves its built-in executors only when its main calls builtins.ServeIfAsked() first: see host.BuiltinExecutor)", err, ex.Path)
+		}
 		return fail(err)
 	}
 	raw, err := rpc.Dispense(pluginapi.PluginName)

@@ -18,6 +18,8 @@ var bins struct {
 	hung string
 	// deaf can be made to close its sockets (testdata/deaf-plugin).
 	deaf string
+	// embed launches its own built-in bash-local (testdata/embed).
+	embed string
 }
 
 func TestMain(m *testing.M) {
@@ -39,11 +41,13 @@ func buildAndRun(m *testing.M) int {
 	bins.plugin = filepath.Join(bins.dir, "dsh-executor-bash-local")
 	bins.hung = filepath.Join(bins.dir, "fixtures", "hung-plugin")
 	bins.deaf = filepath.Join(bins.dir, "fixtures", "deaf-plugin")
+	bins.embed = filepath.Join(bins.dir, "fixtures", "embed")
 	for out, pkg := range map[string]string{
 		bins.host:   "github.com/dsh-host/dsh-host/cmd/dsh-host",
 		bins.plugin: "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
 		bins.hung:   "github.com/dsh-host/dsh-host/integration/testdata/hung-plugin",
 		bins.deaf:   "github.com/dsh-host/dsh-host/integration/testdata/deaf-plugin",
+		bins.embed:  "github.com/dsh-host/dsh-host/integration/testdata/embed",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -19,6 +19,14 @@ const ProtocolVersion = 1
 // PluginName is the name the shell executor plugin is dispensed under.
 const PluginName = "shell"
 
+// BuiltinServeVar names, in the environment of a program a host launched
+// as one of its built-in executors (the host's own binary, or a program
+// embedding it, run again with the arguments "plugin serve NAME"), the
+// executor to serve. Its presence tells that program's main to serve, not
+// to start over; and a host refuses to launch executors from a process
+// that has it.
+const BuiltinServeVar = "DSH_SERVE_BUILTIN"
+
 // Handshake is the go-plugin handshake between a dsh-host and an executor.
 // The cookie is not a secret: it stops a user from running a plugin binary
 // by hand and wondering why it prints a handshake line.

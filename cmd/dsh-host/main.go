@@ -12,22 +12,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dsh-host/dsh-host/pluginapi"
-	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
-	bashsandbox "github.com/dsh-host/dsh-host/plugins/bash-sandbox"
-	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
-	"github.com/dsh-host/dsh-host/plugins/localexec"
-	pwshlocal "github.com/dsh-host/dsh-host/plugins/pwsh-local"
+	"github.com/dsh-host/dsh-host/plugins/builtins"
 )
-
-// builtins are the executors this binary serves under `plugin serve NAME`.
-var builtins = map[string]func() (pluginapi.ShellExecutor, error){
-	bashlocal.Name: func() (pluginapi.ShellExecutor, error) { return bashlocal.New(), nil },
-	bashsandbox.Name: func() (pluginapi.ShellExecutor, error) {
-		return bashsandbox.New(bashsandbox.SandboxPolicy{})
-	},
-	pwshlocal.Name: func() (pluginapi.ShellExecutor, error) { return pwshlocal.New(), nil },
-}
 
 const usage = `usage:
   dsh-host run [--executor NAME|PATH] [--sandbox MODE] [--timeout DURATION] [--workdir DIR] [--json] [--spill-dir DIR] -- COMMAND
@@ -61,9 +47,7 @@ host.checksums pins it.
 `
 
 func main() {
-	if confine.IsHelper() { // bash-sandbox's spawner, run by its plugin
-		os.Exit(confine.HelperMain())
-	}
+	builtins.ServeIfAsked() // a built-in executor's plugin process, or bash-sandbox's spawner
 	os.Exit(dispatch(os.Args[1:]))
 }
 
@@ -102,17 +86,5 @@ func pluginCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: dsh-host plugin serve NAME (run by a host, not by hand)")
 		return 2
 	}
-	newExecutor, ok := builtins[args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "dsh-host plugin serve: no built-in executor %q\n", args[1])
-		return 2
-	}
-	x, err := newExecutor()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dsh-host plugin serve:", err)
-		return 1
-	}
-	localexec.ClaimAllChildren() // the executor is alone in this process
-	pluginapi.Serve(x)
-	return 0
+	return builtins.Serve(args[1])
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/plugins/builtins"
 	"github.com/dsh-host/dsh-host/registry"
 )
 
@@ -136,7 +136,7 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 // pathChecksum). A checksum pins the binary: the host checks it at every
 // launch, and runs the binary even where others could replace it.
 func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error) {
-	if _, ok := builtins[name]; ok {
+	if builtins.Has(name) {
 		return host.BuiltinExecutor(name)
 	}
 	if strings.ContainsRune(name, os.PathSeparator) {
@@ -175,12 +175,7 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 	case !errors.Is(err, os.ErrNotExist):
 		return host.Executor{}, err // a link out of the directory, say
 	}
-	known := make([]string, 0, len(builtins))
-	for n := range builtins {
-		known = append(known, n)
-	}
-	sort.Strings(known)
-	return host.Executor{}, fmt.Errorf("executor %q: not built in (%s), not a path, not in %s", name, strings.Join(known, ", "), dir)
+	return host.Executor{}, fmt.Errorf("executor %q: not built in (%s), not a path, not in %s", name, strings.Join(builtins.Names(), ", "), dir)
 }
 
 // pathChecksum is the checksum the settings require of the plugin binary at

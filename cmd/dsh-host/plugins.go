@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/plugins/builtins"
 	"github.com/dsh-host/dsh-host/registry"
 )
 
@@ -47,12 +47,7 @@ func pluginsCmd(args []string) int {
 		sum string
 	}
 	var rows []row
-	names := make([]string, 0, len(builtins))
-	for name := range builtins {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range builtins.Names() {
 		ex, err := host.BuiltinExecutor(name)
 		if err != nil {
 			return cannot(err)
