@@ -88,6 +88,13 @@ func minimalDev() error {
 		clones = append(clones, fd)
 		present = append(present, name)
 	}
+	// The host's /dev and what is mounted beneath it (its shm, its pts) go
+	// from this namespace: hidden under the new /dev they would reach no
+	// command, yet every run's mount namespace would copy them, and tear
+	// them down. (Where /dev is no mount point there is nothing to do.)
+	if err := unix.Unmount("/dev", unix.MNT_DETACH); err != nil && err != unix.EINVAL {
+		return fmt.Errorf("detaching the host's /dev: %w", err)
+	}
 	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
 		return fmt.Errorf("mounting a tmpfs on /dev: %w", err)
 	}
