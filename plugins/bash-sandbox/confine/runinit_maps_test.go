@@ -75,8 +75,22 @@ func initMapsChild(t *testing.T, parentNS string) {
 		t.Fatal(err)
 	}
 	defer unix.Close(null)
-	spec := func(ctl int) *initSpec {
-		return &initSpec{ctl: ctl, life: life[0], landlock: -1, cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true}
+	// start makes a ready init, and returns its socket (closed when the
+	// test ends), its pid and its memory.
+	start := func(t *testing.T) (int, int, *initMem) {
+		t.Helper()
+		ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(ctl[0]) })
+		spec := &initSpec{ctl: ctl[1], life: life[0], landlock: -1, cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true}
+		pid, mem, err := startInit(spec)
+		unix.Close(ctl[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ctl[0], pid, mem
 	}
 	reap := func(pid int) {
 		var ws unix.WaitStatus
@@ -88,16 +102,7 @@ func initMapsChild(t *testing.T, parentNS string) {
 	}
 
 	t.Run("ran", func(t *testing.T) {
-		ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(ctl[0])
-		pid, mem, err := startInit(spec(ctl[1]))
-		unix.Close(ctl[1])
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctl, pid, mem := start(t)
 		defer mem.release()
 		// A run of several chunks: the run's own mapping is a large one.
 		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 100_000)}, []string{"A=b"}, t.TempDir())
@@ -105,10 +110,10 @@ func initMapsChild(t *testing.T, parentNS string) {
 			t.Fatal(err)
 		}
 		run.stdin, run.stdout, run.stderr = null, null, null
-		if err := sendRun(ctl[0], run); err != nil {
+		if err := sendRun(ctl, run); err != nil {
 			t.Fatal(err)
 		}
-		err = driveInit(ctl[0])
+		err = driveInit(ctl)
 		reap(pid)
 		if err != nil {
 			t.Fatal(err)
@@ -119,16 +124,7 @@ func initMapsChild(t *testing.T, parentNS string) {
 	})
 
 	t.Run("killed-ready", func(t *testing.T) {
-		ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(ctl[0])
-		pid, mem, err := startInit(spec(ctl[1]))
-		unix.Close(ctl[1])
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, pid, mem := start(t)
 		// Ready: the command's process has its stack, and waits for a run
 		// that never comes.
 		for began := time.Now(); len(mem.mapped()) == 0; time.Sleep(time.Millisecond) {
