@@ -97,29 +97,37 @@ func (s *grpcServer) Run(stream pb.ShellExecutor_RunServer) error {
 		spec = specFromProto(start.GetSpec())
 	}
 	var res RunResult
-	live, isLive := s.impl.(LiveRunner)
-	if start.GetStreamOutput() && isLive {
-		var sendMu sync.Mutex
-		var sendErr error
-		returned := false
-		onOutput := func(st Stream, data []byte) {
-			sendMu.Lock()
-			defer sendMu.Unlock()
-			for len(data) > 0 && sendErr == nil && !returned {
-				n := min(len(data), outputChunkBytes)
-				sendErr = stream.Send(&pb.RunEvent{Event: &pb.RunEvent_Output{
-					Output: &pb.OutputChunk{Stream: streamToProto(st), Data: data[:n]},
-				}})
-				data = data[n:]
-			}
-		}
-		res, err = live.RunLive(ctx, spec, onOutput)
+	var sendMu sync.Mutex
+	var sendErr error
+	returned := false
+	onOutput := func(st Stream, data []byte) {
 		sendMu.Lock()
-		returned = true
-		sendMu.Unlock()
-	} else {
-		res, err = s.impl.Run(ctx, spec)
+		defer sendMu.Unlock()
+		for len(data) > 0 && sendErr == nil && !returned {
+			n := min(len(data), outputChunkBytes)
+			sendErr = stream.Send(&pb.RunEvent{Event: &pb.RunEvent_Output{
+				Output: &pb.OutputChunk{Stream: streamToProto(st), Data: data[:n]},
+			}})
+			data = data[n:]
+		}
 	}
+	live, isLive := s.impl.(LiveRunner)
+	switch {
+	case start.GetStreamOutput() && isLive:
+		res, err = live.RunLive(ctx, spec, onOutput)
+	default:
+		res, err = s.impl.Run(ctx, spec)
+		if err == nil && start.GetStreamOutput() {
+			// An executor that cannot report output as it comes still
+			// shows it to a caller who asked for it: the collected text,
+			// at the end, as RunRequest gives it in process.
+			onOutput(Stdout, []byte(res.Stdout.Text))
+			onOutput(Stderr, []byte(res.Stderr.Text))
+		}
+	}
+	sendMu.Lock()
+	returned = true
+	sendMu.Unlock()
 	if err != nil {
 		return toStatus(err)
 	}
