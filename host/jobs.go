@@ -20,6 +20,9 @@ var ErrUnknownJob = errors.New("host: unknown job")
 // ErrJobsClosed: the jobs runtime was closed.
 var ErrJobsClosed = errors.New("host: jobs closed")
 
+// ErrHostClosed is the kill reason of the jobs that Close ended.
+var ErrHostClosed = errors.New("the host closed")
+
 // JobID names a background job within a host.
 type JobID string
 
@@ -382,6 +385,7 @@ func (j *Jobs) Close(ctx context.Context) error {
 	var running []*job
 	for _, jb := range j.jobs {
 		if jb.info.State == JobRunning {
+			jb.killReason = ErrHostClosed.Error()
 			running = append(running, jb)
 		}
 	}

@@ -153,8 +153,8 @@ func TestJobsCloseKillsAndJoins(t *testing.T) {
 		t.Fatal(err)
 	}
 	done, err := jobs.Wait(ctx, "alice", info.ID)
-	if err != nil || done.State != host.JobKilled {
-		t.Errorf("after Close: %+v %v, want killed", done, err)
+	if err != nil || done.State != host.JobKilled || done.Exit.KillReason != host.ErrHostClosed.Error() {
+		t.Errorf("after Close: %+v %v, want killed, saying the host closed", done, err)
 	}
 	if _, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "true"}); !errors.Is(err, host.ErrJobsClosed) {
 		t.Errorf("Start after Close: %v, want ErrJobsClosed", err)

@@ -41,10 +41,7 @@ func mcpCmd(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	logger := hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: hclog.Warn})
-	if v := os.Getenv("DSH_LOG_LEVEL"); v != "" {
-		logger.SetLevel(hclog.LevelFromString(v))
-	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: logLevel(hclog.Warn)})
 	r, ex, file, err := startRuntime(ctx, &mf, logger)
 	if err != nil {
 		return cannot(err)

@@ -175,6 +175,13 @@ func describeEnd(j host.JobInfo) string {
 	switch {
 	case j.State == host.JobRunning:
 		return "running"
+	case j.State == host.JobKilled && j.Exit.KillReason != "":
+		// Why it was killed says more than the signal that did it: a
+		// reload, a crash, the host closing, job_kill.
+		if strings.HasPrefix(j.Exit.KillReason, "killed") {
+			return j.Exit.KillReason
+		}
+		return "killed: " + j.Exit.KillReason
 	case j.Exit.Signal != "":
 		return "killed by signal " + j.Exit.Signal
 	case j.Exit.ExitCode != nil:

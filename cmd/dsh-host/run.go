@@ -213,12 +213,20 @@ func cliError(err error) string {
 // cliLogger logs nothing unless DSH_LOG_LEVEL names a level (trace, debug,
 // info, warn, error): what goes wrong is said in one line of our own.
 func cliLogger() hclog.Logger {
-	level := hclog.Off
-	if v := os.Getenv("DSH_LOG_LEVEL"); v != "" {
-		level = hclog.LevelFromString(v)
-		if level == hclog.NoLevel {
-			level = hclog.Off
-		}
+	return hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: logLevel(hclog.Off)})
+}
+
+// logLevel is the level DSH_LOG_LEVEL names, or def when it names none; a
+// value that is no level is said, once, on stderr, rather than ignored.
+func logLevel(def hclog.Level) hclog.Level {
+	v := os.Getenv("DSH_LOG_LEVEL")
+	if v == "" {
+		return def
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: level})
+	level := hclog.LevelFromString(v)
+	if level == hclog.NoLevel {
+		fmt.Fprintf(os.Stderr, "%s: DSH_LOG_LEVEL=%q is not a level (trace, debug, info, warn, error, off); logging at %s\n", commandName, v, def)
+		return def
+	}
+	return level
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// A job's end says why it was killed (a reload, a crash, the host closing,
+// job_kill) rather than only the signal that did it.
+func TestDescribeEndSaysWhyAJobWasKilled(t *testing.T) {
+	three := 3
+	for _, tc := range []struct {
+		info host.JobInfo
+		want string
+	}{
+		{host.JobInfo{State: host.JobRunning}, "running"},
+		{host.JobInfo{State: host.JobExited, Exit: pluginapi.ProcessExit{ExitCode: &three}}, "exited with code 3"},
+		{host.JobInfo{State: host.JobKilled, Exit: pluginapi.ProcessExit{Killed: true, Signal: "SIGTERM", KillReason: host.ErrReloaded.Error()}}, "killed: executor reloaded"},
+		{host.JobInfo{State: host.JobKilled, Exit: pluginapi.ProcessExit{Killed: true, Signal: "SIGKILL", KillReason: host.ErrPluginDied.Error()}}, "killed: executor plugin exited unexpectedly"},
+		{host.JobInfo{State: host.JobKilled, Exit: pluginapi.ProcessExit{Killed: true, Signal: "SIGTERM", KillReason: host.ErrHostClosed.Error()}}, "killed: the host closed"},
+		{host.JobInfo{State: host.JobKilled, Exit: pluginapi.ProcessExit{Killed: true, Signal: "SIGTERM", KillReason: "killed by the caller"}}, "killed by the caller"},
+		{host.JobInfo{State: host.JobExited, Exit: pluginapi.ProcessExit{Signal: "SIGSEGV"}}, "killed by signal SIGSEGV"},
+	} {
+		if got := describeEnd(tc.info); got != tc.want {
+			t.Errorf("describeEnd(%+v) = %q, want %q", tc.info.Exit, got, tc.want)
+		}
+	}
+}
+
+// A DSH_LOG_LEVEL that names no level is said, not silently ignored.
+func TestUnknownLogLevelIsSaid(t *testing.T) {
+	stdout, stderr := dshHost(t, []string{"DSH_LOG_LEVEL=loud"}, "run", "--", "echo hi")
+	if stdout != "hi\n" {
+		t.Errorf("stdout %q", stdout)
+	}
+	if want := `DSH_LOG_LEVEL="loud" is not a level`; !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q does not say %q", stderr, want)
+	}
+}
