@@ -145,7 +145,8 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	}
 	// The plugin makes its socket in a directory of ours, so that Close can
 	// remove it however the plugin ended.
-	sockDir, err := os.MkdirTemp("", "dsh-host-")
+	sweepOrphansOnce()
+	sockDir, err := makeOwnedTemp("dsh-host-")
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)
 	}

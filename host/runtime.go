@@ -149,7 +149,7 @@ func StartRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	// readable across reloads and a plugin's death, and go on Close.
 	spillDir := ""
 	if opts.SpillDir == "" {
-		dir, err := os.MkdirTemp("", "dsh-spill-")
+		dir, err := makeOwnedTemp("dsh-spill-")
 		if err != nil {
 			return nil, fmt.Errorf("host: spill directory: %w", err)
 		}

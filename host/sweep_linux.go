@@ -1,0 +1,56 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// processIdentity names process pid for as long as it lives: its pid and
+// its start time (a pid alone may be another process's by the time it is
+// read).
+func processIdentity(pid int) string {
+	return fmt.Sprintf("%d %s", pid, startTime(pid))
+}
+
+// startTime is field 22 of /proc/PID/stat (clock ticks since boot), or ""
+// when the process is gone.
+func startTime(pid int) string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // field 22, counted from the state (field 3)
+}
+
+// ownerAlive says whether the process an owner file names still lives.
+// What cannot be read is taken for alive: only a sure death removes.
+func ownerAlive(owner string) bool {
+	pidText, start, ok := strings.Cut(owner, " ")
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || pid <= 0 {
+		return true
+	}
+	now := startTime(pid)
+	return now != "" && now == start
+}
+
+// ownedByThisUser says whether dir belongs to this process's user.
+func ownedByThisUser(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
