@@ -101,8 +101,10 @@ func runCmd(args []string) int {
 		_ = enc.Encode(res)
 	} else {
 		out.finish(res)
+		// Only a spill file that outlives this process is worth naming
+		// (--spill-dir): the output was shown whole as it came.
 		for _, o := range []pluginapi.CollectedOutput{res.Stdout, res.Stderr} {
-			if o.SpillPath != "" {
+			if o.SpillPath != "" && mf.spillDir != "" {
 				fmt.Fprintf(os.Stderr, "dsh-host run: the full stream is in %s\n", o.SpillPath)
 			}
 		}
