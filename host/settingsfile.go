@@ -113,8 +113,44 @@ func LoadSettingsFile(path string) (*SettingsFile, error) {
 		if err := h.Decode(&f.Host); err != nil {
 			return nil, f.hostError(err)
 		}
+		if err := f.checkChecksums(h); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
+}
+
+// checkChecksums refuses a pin that cannot apply: one that is no SHA-256
+// (64 hex digits), or whose key is empty. It records each pin's line, for
+// ChecksumOrigin.
+func (f *SettingsFile) checkChecksums(h *yaml.Node) error {
+	for j := 0; j+1 < len(h.Content); j += 2 {
+		if h.Content[j].Value != "checksums" || h.Content[j+1].Kind != yaml.MappingNode {
+			continue
+		}
+		pins := h.Content[j+1]
+		for i := 0; i+1 < len(pins.Content); i += 2 {
+			key, val := pins.Content[i], pins.Content[i+1]
+			f.lines["host.checksums."+key.Value] = key.Line
+			switch {
+			case key.Value == "":
+				return f.errorf(key.Line, "host.checksums", "a pin with an empty name")
+			case !sha256Hex.MatchString(val.Value):
+				return f.errorf(val.Line, "host.checksums."+key.Value, "%q is not a SHA-256 (64 hex digits, as sha256sum prints)", val.Value)
+			}
+		}
+	}
+	return nil
+}
+
+// sha256Hex is a SHA-256 in hex.
+var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// ChecksumOrigin says where the pin host.checksums[key] was set, as
+// "FILE:LINE" ("" when the file sets none): for refusing one that names
+// nothing the host could mount.
+func (f *SettingsFile) ChecksumOrigin(key string) string {
+	return f.Origin("host", "checksums."+key)
 }
 
 // yamlErrorLine splits a YAML error that names its line ("yaml: line 3:

@@ -57,6 +57,7 @@ func TestSettingsFileRefusesWithKeyAndLine(t *testing.T) {
 		{"duplicate key", "shell:\n  defaultTimeoutMs: 5\n  killGraceMs: 10\n  defaultTimeoutMs: 6\n", ":4: shell.defaultTimeoutMs: duplicate (first at line 2)"},
 		{"duplicate section", "shell:\n  defaultTimeoutMs: 5\nhost: {}\nshell:\n  killGraceMs: 10\n", ":4: shell: duplicate (first at line 1)"},
 		{"duplicate host key", "host:\n  executor: a\n  executor: b\n", ":3: host.executor: duplicate (first at line 2)"},
+		{"a pin that is no SHA-256", "host:\n  checksums:\n    my-exec: abc123\n", ":3: host.checksums.my-exec: \"abc123\" is not a SHA-256"},
 		{"duplicate nested key", "host:\n  checksums:\n    a: x\n    a: y\n", ":4: host.checksums.a: duplicate (first at line 3)"},
 		{"YAML syntax, with its line", "shell:\n  defaultTimeoutMs: 5\n killGraceMs: 10\n", "settings.yaml:3: "},
 		{"unknown shell key", "shell:\n  defaultTimeoutMs: 5\n  noSuchKey: 1\n", ":3: shell.noSuchKey: unknown setting"},

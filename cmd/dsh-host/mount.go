@@ -122,6 +122,9 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 	var execs []host.Executor
 	for _, name := range names {
 		ex, err := resolveExecutor(name, file)
+		if errors.Is(err, host.ErrSettings) {
+			return nil, nil, err // the file's fault, not the command line's
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
@@ -137,6 +140,12 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 // launch, and runs the binary even where others could replace it.
 func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error) {
 	if builtins.Has(name) {
+		if file != nil && file.Host.Checksums[name] != "" {
+			// The pin was meant for a binary, and would silently pin
+			// nothing: the built-in runs this very binary.
+			return host.Executor{}, fmt.Errorf("%w: %s: host.checksums.%s: %s is built in: it runs dsh-host itself, which a pin does not cover (a pin by this name applies to a plugin binary named %s%s given by its path)",
+				host.ErrSettings, file.ChecksumOrigin(name), name, name, registry.ExecutorPrefix, name)
+		}
 		return host.BuiltinExecutor(name)
 	}
 	if strings.ContainsRune(name, os.PathSeparator) {
