@@ -141,8 +141,8 @@ func TestAnExecutorWhereCommandsWriteIsRefused(t *testing.T) {
 		other := sha256.Sum256([]byte("another build"))
 		settings := settingsFile(t, "host:\n  checksums:\n    bash-local: "+hex.EncodeToString(other[:])+"\n")
 		r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", bin, "--", "echo ran")
-		if r.code == 0 || !strings.Contains(r.stderr, "checksum mismatch: "+bin+" is sha256:"+sum) || strings.Contains(r.stdout, "ran") {
-			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant a checksum mismatch", r.code, r.stdout, r.stderr)
+		if r.code != exitRefused || !strings.Contains(r.stderr, "checksum mismatch: "+bin+" is sha256:"+sum+", the settings require sha256:"+hex.EncodeToString(other[:])) || strings.Contains(r.stdout, "ran") {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 125 and a checksum mismatch naming both hashes", r.code, r.stdout, r.stderr)
 		}
 	})
 }

@@ -122,8 +122,8 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 	var execs []host.Executor
 	for _, name := range names {
 		ex, err := resolveExecutor(name, file)
-		if errors.Is(err, host.ErrSettings) {
-			return nil, nil, err // the file's fault, not the command line's
+		if errors.Is(err, host.ErrSettings) || errors.Is(err, registry.ErrChecksumMismatch) {
+			return nil, nil, err // the file's or the binary's fault, not the command line's
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
