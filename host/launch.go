@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -73,6 +74,10 @@ type Options struct {
 	Executor Executor
 	// Logger receives the host's and the plugin's logs; nil discards them.
 	Logger hclog.Logger
+	// PluginLogger, when set, receives what the plugin process logs (its
+	// go-plugin client's lines and the plugin's stderr) instead of Logger:
+	// a host that shows its own events at Info can keep those quieter.
+	PluginLogger hclog.Logger
 	// StartTimeout bounds the plugin's start and handshake; zero means 10 s.
 	StartTimeout time.Duration
 	// Settings is the executor's settings section (the "shell" namespace)
@@ -179,7 +184,7 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 		AutoMTLS:         true,
 		SecureConfig:     secure,
 		StartTimeout:     timeout,
-		Logger:           logger.Named(ex.Name),
+		Logger:           cmp.Or(opts.PluginLogger, logger).Named(ex.Name),
 	})
 	fail := func(err error) (*Host, error) {
 		client.Kill()

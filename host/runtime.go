@@ -219,6 +219,11 @@ func (r *Runtime) Reload(ctx context.Context) error {
 	r.gens[r.cur.n] = r.cur
 	r.mu.Unlock()
 	r.watch(r.cur)
+	if l := r.opts.Logger; l != nil {
+		l.Info("reloaded the executor: its background jobs end with the old plugin",
+			"executor", h.desc.Name, "version", h.desc.Version, "generation", r.cur.n,
+			"old_pid", old.host.PluginPID(), "new_pid", h.PluginPID())
+	}
 	return r.retire(ctx, old)
 }
 

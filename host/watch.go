@@ -73,10 +73,8 @@ func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Du
 			fire = nil
 			if err := r.Reload(ctx); err != nil {
 				logger.Error("reloading after the executor binary changed", "path", abs, "error", err)
-			} else {
-				gen, pid := r.Generation()
-				logger.Info("reloaded the executor", "path", abs, "generation", gen, "pid", pid)
-			}
+			} // Reload logs a reload that happened
+
 		}
 	}
 }

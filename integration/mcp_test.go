@@ -198,6 +198,30 @@ func TestMCPReloadsOnSIGHUP(t *testing.T) {
 	waitNewPlugin(t, cs, before)
 }
 
+// A reload says so in one line on stderr at the default log level, naming
+// the executor and its version, and nothing else is logged by it (the old
+// plugin's exit is go-plugin's to log, below Warn).
+func TestMCPReloadLogsOneLine(t *testing.T) {
+	t.Setenv("DSH_LOG_LEVEL", "")
+	cs, cmd, stderr := mcpIn(t, scenario(t), t.TempDir())
+	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitNewPlugin(t, cs, before)
+	stderr.waitLog(t, "reloaded the executor", 1)
+	time.Sleep(300 * time.Millisecond) // the old plugin's exit, had it been logged
+	var logged []string
+	for _, line := range lines(stderr.String()) {
+		if strings.TrimSpace(line) != "" {
+			logged = append(logged, line)
+		}
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "executor=bash-local") || !strings.Contains(logged[0], "version=") {
+		t.Errorf("stderr after a reload, at the default level:\n%s\nwant one line naming the executor and its version", strings.Join(logged, "\n"))
+	}
+}
+
 // --watch reloads the executor when its plugin binary is replaced by an
 // atomic rename, as a build does.
 func TestMCPWatchReloadsOnANewBinary(t *testing.T) {

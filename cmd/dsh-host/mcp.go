@@ -41,8 +41,17 @@ func mcpCmd(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	logger := hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: logLevel(hclog.Warn)})
-	r, ex, file, err := startRuntime(ctx, &mf, logger)
+	// Its own events (a reload, a refusal) at Info; the plugin process's
+	// lines (go-plugin's, the plugin's stderr) only from Warn, unless
+	// DSH_LOG_LEVEL asks for more of both.
+	level := logLevel(hclog.Info)
+	logger := hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: level})
+	pluginLevel := hclog.Warn
+	if os.Getenv("DSH_LOG_LEVEL") != "" {
+		pluginLevel = level
+	}
+	pluginLogger := hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: pluginLevel})
+	r, ex, file, err := startRuntime(ctx, &mf, logger, pluginLogger)
 	if err != nil {
 		return cannot(err)
 	}
@@ -92,7 +101,7 @@ func mcpCmd(args []string) int {
 
 // startRuntime mounts the executor of mf in a Runtime and applies the
 // settings file's shell section, checked against the executor's schema.
-func startRuntime(ctx context.Context, mf *mountFlags, logger hclog.Logger) (*host.Runtime, host.Executor, *host.SettingsFile, error) {
+func startRuntime(ctx context.Context, mf *mountFlags, logger, pluginLogger hclog.Logger) (*host.Runtime, host.Executor, *host.SettingsFile, error) {
 	file, execs, err := mf.load()
 	if err != nil {
 		return nil, host.Executor{}, nil, err
@@ -105,7 +114,7 @@ func startRuntime(ctx context.Context, mf *mountFlags, logger hclog.Logger) (*ho
 	if err != nil {
 		return nil, ex, nil, err
 	}
-	r, err := host.StartRuntime(ctx, host.RuntimeOptions{Options: host.Options{Executor: ex, Logger: logger, WritableRoots: roots}})
+	r, err := host.StartRuntime(ctx, host.RuntimeOptions{Options: host.Options{Executor: ex, Logger: logger, PluginLogger: pluginLogger, WritableRoots: roots}})
 	if err != nil {
 		return nil, ex, nil, err
 	}
