@@ -277,6 +277,19 @@ func (s *wedgeServer) sawPlugins() {
 // spawners are the sandbox's spawners under the server now: the processes
 // with the marker whose parent has none (a run's init is the child of its
 // spawner).
+// warmSpawner runs a first command, so that the server's plugin and its
+// one spawner exist, and returns that spawner.
+func (s *wedgeServer) warmSpawner(t *testing.T) wedgeProc {
+	t.Helper()
+	s.mustBash(t, "echo warm", answerBound)
+	s.sawPlugins()
+	spawners := s.spawners()
+	if len(spawners) != 1 {
+		t.Fatalf("spawners under dsh-host mcp: %+v, want one", spawners)
+	}
+	return spawners[0]
+}
+
 func (s *wedgeServer) spawners() []wedgeProc {
 	var out []wedgeProc
 	for _, p := range wedgeDescendants(s.cmd.Process.Pid) {
@@ -409,12 +422,7 @@ func TestSandboxCommandCannotStopTheSpawner(t *testing.T) {
 				t.Run(user.name+"/"+mode.name+"/"+strings.ReplaceAll(end, " ", "-"), func(t *testing.T) {
 					tag := scenario(t)
 					s := startWedgeServer(t, tag, user, mode.settings)
-					s.mustBash(t, "echo warm", answerBound)
-					s.sawPlugins()
-					before := s.spawners()
-					if len(before) != 1 {
-						t.Fatalf("spawners under dsh-host mcp: %+v, want one", before)
-					}
+					before := []wedgeProc{s.warmSpawner(t)}
 
 					text, isErr, took, err := s.bash(map[string]any{"command": stopEverything}, answerBound)
 					if err != nil || isErr || !strings.HasSuffix(strings.TrimSpace(text), "tried") {
@@ -473,13 +481,7 @@ func TestSandboxStoppedSpawnerIsReplaced(t *testing.T) {
 				t.Run(user.name+"/"+mode.name+"/"+c.name, func(t *testing.T) {
 					tag := scenario(t)
 					s := startWedgeServer(t, tag, user, mode.settings)
-					s.mustBash(t, "echo warm", answerBound)
-					s.sawPlugins()
-					spawners := s.spawners()
-					if len(spawners) != 1 {
-						t.Fatalf("spawners under dsh-host mcp: %+v, want one", spawners)
-					}
-					old := spawners[0]
+					old := s.warmSpawner(t)
 
 					type answer struct {
 						text  string

@@ -242,7 +242,14 @@ func TestInitFailuresAreReplaced(t *testing.T) {
 	}
 	run("true")
 	long := make(chan pluginapi.RunResult, 1)
-	go func() { long <- run("sleep 4; echo survived") }()
+	go func() {
+		// Not run: t.Fatal belongs to the test's own goroutine.
+		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "sleep 4; echo survived", Workdir: ws}, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		long <- res
+	}()
 	sp := spawners(t)
 	if len(sp) != 1 {
 		t.Fatalf("%d spawners, want 1", len(sp))
@@ -270,7 +277,7 @@ func TestInitFailuresAreReplaced(t *testing.T) {
 	}
 	res := <-long
 	if res.Stdout.Text != "survived\n" || res.Sandbox == nil || res.Sandbox.Interrupted != "" {
-		t.Errorf("the command running meanwhile: %q, interrupted %q", res.Stdout.Text, res.Sandbox.Interrupted)
+		t.Errorf("the command running meanwhile: %q, sandbox facts %+v", res.Stdout.Text, res.Sandbox)
 	}
 	if now := spawners(t); len(now) != 1 || now[0] != sp[0] {
 		t.Errorf("spawners %v after, want the same one (%d)", now, sp[0])

@@ -4,6 +4,7 @@ package confine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -120,6 +121,43 @@ func initMapsChild(t *testing.T, parentNS string) {
 		}
 		if left := mem.mapped(); len(left) != 0 {
 			t.Errorf("the init left %d mappings in its starter after its command ran: %#x", len(left), left)
+		}
+	})
+
+	// A run whose strings come in a message longer than a chunk is refused
+	// (the init once read the chunk's first 32 KiB, and waited for ever
+	// for the rest), and leaves nothing mapped.
+	t.Run("oversized-chunk", func(t *testing.T) {
+		ctl, pid, mem := start(t)
+		defer mem.release()
+		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 2*runChunk)}, nil, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, runHeaderLen)
+		e := binary.NativeEndian
+		e.PutUint32(head[0:], runKind)
+		e.PutUint32(head[8:], 2) // argc
+		e.PutUint64(head[24:], uint64(len(run.body)))
+		if err := sendPacket(ctl, head, unix.UnixRights(null, null)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sendPacket(ctl, run.body, nil); err != nil { // one message, not chunks
+			t.Fatal(err)
+		}
+		m, fd, err := readInitMsg(ctl, stepDeadline)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL) // still waiting for the rest
+		}
+		reap(pid)
+		if err != nil || m.kind != msgFailed || unix.Errno(m.a) != unix.EMSGSIZE {
+			t.Errorf("the init answered %+v (%v), want a failure with EMSGSIZE", m, err)
+		}
+		if left := mem.mapped(); len(left) != 0 {
+			t.Errorf("the refused run left %d mappings: %#x", len(left), left)
 		}
 	})
 
