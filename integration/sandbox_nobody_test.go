@@ -78,6 +78,10 @@ func TestSandboxContainmentUnprivileged(t *testing.T) {
 		`echo procs=$(ls /proc | grep -cE '^[0-9]+$')`,
 		`echo dev=$(ls /dev | tr '\n' ,)`,
 		fmt.Sprintf(`(setsid bash -c 'exec -a %s sleep 100' &)`, marker),
+		// Scheduling policies (stat field 41) of the command and the run's
+		// init: an unprivileged spawner never works in spare time, and
+		// no run waits at idle priority.
+		`echo policy=$(awk '{print $41}' /proc/self/stat)/$(awk '{print $41}' /proc/1/stat)`,
 		"echo ok",
 	}, "; ")
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -103,7 +107,7 @@ func TestSandboxContainmentUnprivileged(t *testing.T) {
 			got[k] = v
 		}
 	}
-	want := map[string]string{"shm": "0", "kill": "1", "dgram": "1", "dev": "full,null,random,shm,stderr,stdin,stdout,tty,urandom,zero,fd,"}
+	want := map[string]string{"shm": "0", "kill": "1", "dgram": "1", "policy": "0/0", "dev": "full,null,random,shm,stderr,stdin,stdout,tty,urandom,zero,fd,"}
 	for k, v := range want {
 		if k == "dev" {
 			continue

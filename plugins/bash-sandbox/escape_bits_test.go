@@ -197,3 +197,26 @@ func TestContainNoNewNamespaces(t *testing.T) {
 		}
 	})
 }
+
+// The filesystems mounted beneath the host's /sys (control groups,
+// tracing, debugging, security, BPF) are no command's: a run sees /sys
+// itself, none of them. (On a host with none mounted, this proves little.)
+func TestContainMountsBeneathSys(t *testing.T) {
+	var host []string
+	if data, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], "/sys/") {
+				host = append(host, f[4])
+			}
+		}
+	}
+	t.Logf("beneath /sys on the host: %v", host)
+	eachMode(t, func(t *testing.T, b *box, mode pluginapi.SandboxMode) {
+		res := attack(t, b, mode, `awk '{print "mount " $5}' /proc/self/mountinfo; ls /sys/devices >/dev/null && echo sys-readable`, "sys-readable")
+		for _, line := range strings.Split(res.Stdout.Text, "\n") {
+			if point, ok := strings.CutPrefix(line, "mount "); ok && strings.HasPrefix(point, "/sys/") {
+				t.Errorf("ESCAPE: the host's %s is mounted in the run", point)
+			}
+		}
+	})
+}

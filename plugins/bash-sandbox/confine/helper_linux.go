@@ -55,8 +55,9 @@ func HelperMain() int {
 	p, err := decodePolicy([]byte(os.Getenv(policyVar)))
 	os.Unsetenv(policyVar)
 	var conf *confinement
+	var spareTime bool
 	if err == nil {
-		conf, err = setUpSpawner(p)
+		conf, spareTime, err = setUpSpawner(p)
 	}
 	if err != nil {
 		_ = writeFrame(c, reply{Failure: err.Error()})
@@ -69,9 +70,12 @@ func HelperMain() int {
 		_ = writeFrame(c, reply{Failure: "the spawner's life pipe: " + err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, conf: conf, life: life[0], inits: map[int]*initMem{}, born: make(chan struct{}, 1), spec: initSpecOf(p, conf, life[0])}
+	s := &spawnerState{c: c, conf: conf, spareTime: spareTime, life: life[0], inits: map[int]*initMem{}, born: make(chan struct{}, 1), spec: initSpecOf(p, conf, life[0])}
 	if err := writeFrame(c, reply{Ready: true, Enforced: conf.enforced}); err != nil {
 		return 1
+	}
+	if spareTime {
+		idleThreads()
 	}
 	go s.reap()
 	for {
@@ -83,7 +87,7 @@ func HelperMain() int {
 			return 0
 		}
 		for range min(req.Inits, maxInitsAsked) {
-			if err := s.makeInit(); err != nil {
+			if err := s.makeInit(req.Ahead); err != nil {
 				s.killAll()
 				return 0
 			}
@@ -94,48 +98,58 @@ func HelperMain() int {
 // setUpSpawner makes the mounts read-only but for p's writable paths,
 // gives /dev only harmless nodes, mounts the private TMPDIR, prepares the
 // commands' confinement, and drops every capability a run's start does not
-// need. It runs only in a mount namespace of the spawner's own.
-func setUpSpawner(p Policy) (*confinement, error) {
+// need; spareTime says whether it may work in spare time. It runs only in
+// a mount namespace of the spawner's own.
+func setUpSpawner(p Policy) (conf *confinement, spareTime bool, err error) {
 	if _, err := Probe(p); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !inOwnMountNamespace() {
-		return nil, fmt.Errorf("%w %s: the spawner shares its parent's mount namespace", ErrUnenforceable, p.Mode)
+		return nil, false, fmt.Errorf("%w %s: the spawner shares its parent's mount namespace", ErrUnenforceable, p.Mode)
 	}
 	unenforceable := func(err error) error { return fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err) }
 	if err := readOnlyExcept(p.writable()); err != nil {
-		return nil, unenforceable(err)
+		return nil, false, unenforceable(err)
+	}
+	if err := hideMountsBeneath(hiddenBeneath, p.writable()); err != nil {
+		return nil, false, unenforceable(err)
 	}
 	if err := minimalDev(); err != nil {
-		return nil, unenforceable(err)
+		return nil, false, unenforceable(err)
 	}
 	if p.Scratch != "" {
 		if err := privateTmp(p.Scratch, p.Limits.TmpBytes); err != nil {
-			return nil, unenforceable(err)
+			return nil, false, unenforceable(err)
 		}
 	}
-	conf, err := prepare(p)
+	conf, err = prepare(p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Starting a run takes new namespaces, a /proc and the namespace's
 	// pid_max (CAP_SYS_ADMIN), and the command's drop of its bounding set
-	// (CAP_SETPCAP).
-	if err := dropCapabilitiesBut(unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP); err != nil {
+	// (CAP_SETPCAP); a run made in spare time, its return to normal
+	// priority (CAP_SYS_NICE).
+	keep := []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	spareTime = spareTimeUsable()
+	if spareTime {
+		keep = append(keep, unix.CAP_SYS_NICE)
+	}
+	if err := dropCapabilitiesBut(keep...); err != nil {
 		unix.Close(conf.landlock)
-		return nil, unenforceable(err)
+		return nil, false, unenforceable(err)
 	}
 	// Nothing of the spawner (its socket to the plugin, its memory) is open
 	// to a process without CAP_SYS_PTRACE, which no command has.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		unix.Close(conf.landlock)
-		return nil, unenforceable(err)
+		return nil, false, unenforceable(err)
 	}
 	conf.enforced = append(conf.enforced, "read-only-mounts")
 	if p.Scratch != "" {
 		conf.enforced = append(conf.enforced, "private-tmpfs")
 	}
-	return conf, nil
+	return conf, spareTime, nil
 }
 
 // spawnerState is the spawner's side: its connection, the confinement of
@@ -143,7 +157,9 @@ func setUpSpawner(p Policy) (*confinement, error) {
 type spawnerState struct {
 	c    rawConn
 	conf *confinement
-	life int // the read end of the life pipe
+	// spareTime: its threads work at SCHED_IDLE (sparetime_linux.go).
+	spareTime bool
+	life      int // the read end of the life pipe
 	// spec is every init's, but for its socket.
 	spec initSpec
 	mu   sync.Mutex
@@ -165,6 +181,8 @@ type initSpec struct {
 	mountProc  bool
 	// processes bounds the run's PID namespace (0: no bound there).
 	processes int
+	// background: made in spare time (sparetime_linux.go).
+	background bool
 }
 
 type rlimit struct {
@@ -192,10 +210,10 @@ func initSpecOf(p Policy, conf *confinement, life int) initSpec {
 	return spec
 }
 
-// makeInit makes one run's init, and hands the plugin its socket; or
-// tells it why it could not. Only a broken connection to the plugin is an
-// error.
-func (s *spawnerState) makeInit() error {
+// makeInit makes one run's init, ahead of need (in spare time) or for a
+// start waiting on it, and hands the plugin its socket; or tells it why it
+// could not. Only a broken connection to the plugin is an error.
+func (s *spawnerState) makeInit(ahead bool) error {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return writeFrame(s.c, reply{InitFailure: "a run's socket: " + err.Error()})
@@ -203,6 +221,13 @@ func (s *spawnerState) makeInit() error {
 	defer unix.Close(pair[0])
 	spec := s.spec
 	spec.ctl = pair[1]
+	if s.spareTime {
+		if spec.background = ahead; !ahead {
+			// A start waits on this one.
+			_ = setPolicy(0, unix.SCHED_NORMAL)
+			defer setPolicy(0, unix.SCHED_IDLE)
+		}
+	}
 	s.mu.Lock() // no kill-all between the start and the record
 	pid, mem, err := startInit(&spec)
 	if err == nil {

@@ -3,7 +3,6 @@
 package confine
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,26 +75,18 @@ func newRunGroups(l Limits) *runGroups {
 // v1Hierarchy is the directory of this process's group in the cgroup v1
 // hierarchy of controller, or "".
 func v1Hierarchy(controller string) string {
-	mount := ""
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountTable()
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ... mountpoint ... - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
+	mount := ""
+	for _, m := range mounts {
+		if m.fstype != "cgroup" {
 			continue
 		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 3 || qf[0] != "cgroup" {
-			continue
-		}
-		for _, opt := range strings.Split(qf[2], ",") {
+		for _, opt := range strings.Split(m.superOptions, ",") {
 			if opt == controller {
-				mount = pf[4]
+				mount = m.point
 			}
 		}
 	}

@@ -5,6 +5,7 @@ package confine
 import (
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -59,6 +60,44 @@ func readOnlyExcept(writable []string) error {
 		}
 	}
 	return nil
+}
+
+// hiddenBeneath is where the spawner detaches every mount below: /sys
+// stays (devices, CPUs), but not the filesystems mounted into it (control
+// groups, tracing, debugging, security, BPF). They tell a command about
+// the host, none is a command's to use, and each mount is copied into every
+// run's mount namespace and torn down with it.
+const hiddenBeneath = "/sys"
+
+// hideMountsBeneath detaches every mount strictly beneath dir but those
+// that hold a writable path. The mounts must be private by then: a detach
+// would otherwise reach the peers of a shared mount, outside.
+func hideMountsBeneath(dir string, writable []string) error {
+	mounts, err := mountTable()
+	if err != nil {
+		return err
+	}
+	// Deepest first: a mount after the one it is mounted on.
+	for i := len(mounts) - 1; i >= 0; i-- {
+		point := mounts[i].point
+		if !within(point, dir) || point == dir || holdsAny(point, writable) {
+			continue
+		}
+		if err := unix.Unmount(point, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+			return fmt.Errorf("detaching %s: %w", point, err)
+		}
+	}
+	return nil
+}
+
+// holdsAny says whether a path of paths lies at or beneath dir.
+func holdsAny(dir string, paths []string) bool {
+	for _, p := range paths {
+		if within(p, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // devNodes are the device nodes of a command's /dev: harmless ones, and
@@ -195,4 +234,10 @@ func mountNamespace() string {
 func inOwnMountNamespace() bool {
 	self, parent := mountNamespace(), os.Getenv(nsVar)
 	return self != "" && parent != "" && self != parent
+}
+
+// within says whether path is dir or lies beneath it (both clean and
+// absolute).
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }

@@ -83,7 +83,7 @@ func (p Policy) writable() []string {
 // it, or closing it would stop ordinary commands.
 var Uncontained = []string{
 	"reads: every file the host's user can read, outside and inside the roots (only writes are confined)",
-	"/sys: the host's, read-only (hardware, kernel and network interface facts)",
+	"/sys: the host's, read-only (hardware, kernel and network interface facts), without the filesystems mounted beneath it",
 	"the kernel itself: system calls the seccomp filter allows reach the host's kernel (a kernel bug is an escape)",
 	"disk: writes beneath the workdir and writable roots are bounded only by the disk (TMPDIR is a size-capped tmpfs)",
 	"cpu time: not limited beyond the run's timeout",

@@ -111,6 +111,9 @@ func startInit(w *initSpec) (int, *initMem, error) {
 		init.mount_proc = 1
 	}
 	init.processes = C.long(w.processes)
+	if w.background {
+		init.background = 1
+	}
 	// Its own mapping, whose lowest page faults: an init that overran its
 	// stack dies, rather than writing over this process's memory.
 	stack, err := unix.Mmap(-1, 0, initStack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)

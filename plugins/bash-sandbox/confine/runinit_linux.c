@@ -16,8 +16,8 @@
 // The spawner calls dsh_start_init ahead of each command: it clones an init
 // into new PID, IPC and mount namespaces, which mounts the run's /proc and
 // starts the command's process (its first PID: 2, or 300 with a process
-// limit in force). That process confines itself (no capabilities,
-// no_new_privs, Landlock, seccomp, limits) and waits: when the plugin
+// limit in force). That process confines itself (limits, no_new_privs,
+// Landlock, seccomp, then no capabilities) and waits: when the plugin
 // sends it its run (the command, its files and control
 // groups), it joins the groups, takes the files, and executes the shell.
 // The init reaps what the command leaves, and when the shell ends it kills
@@ -326,7 +326,25 @@ static int command_main(void *arg) {
 	for (int i = 0; i < w->nrlimits; i++)
 		if ((e = S4(SYS_prlimit64, 0, w->rlimits[i].resource, &w->rlimits[i].lim, 0)) < 0)
 			fail(c, DSH_OP_CONFINE, e);
-	// No capability, now or after exec, root or not.
+	if ((e = S5(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
+		fail(c, DSH_OP_CONFINE, e);
+	if (w->landlock >= 0 && (e = S2(SYS_landlock_restrict_self, w->landlock, 0)) < 0)
+		fail(c, DSH_OP_CONFINE, e);
+	for (int i = 0; i < w->nfilters; i++) {
+		struct sock_fprog prog = {.len = w->filters[i].len, .filter = w->filters[i].code};
+		if ((e = S3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) < 0)
+			fail(c, DSH_OP_CONFINE, e);
+	}
+	if (w->background) {
+		// Ready: from here on the run's time, not spare time. The
+		// init (this process's parent) first, which reaps the run.
+		struct sched_param normal = {0};
+		if ((e = S3(SYS_sched_setscheduler, S0(SYS_getppid), SCHED_OTHER, &normal)) < 0 ||
+		    (e = S3(SYS_sched_setscheduler, 0, SCHED_OTHER, &normal)) < 0)
+			fail(c, DSH_OP_CONFINE, e);
+	}
+	// No capability, now or after exec, root or not (last: the reset
+	// above takes CAP_SYS_NICE; nothing of the run has come yet).
 	for (int cap = 0; cap < 64; cap++)
 		if ((e = S2(SYS_prctl, PR_CAPBSET_DROP, cap)) < 0 && e != -EINVAL)
 			fail(c, DSH_OP_CONFINE, e);
@@ -337,15 +355,6 @@ static int command_main(void *arg) {
 	memset(data, 0, sizeof data);
 	if ((e = S2(SYS_capset, &hdr, data)) < 0)
 		fail(c, DSH_OP_CONFINE, e);
-	if ((e = S5(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
-		fail(c, DSH_OP_CONFINE, e);
-	if (w->landlock >= 0 && (e = S2(SYS_landlock_restrict_self, w->landlock, 0)) < 0)
-		fail(c, DSH_OP_CONFINE, e);
-	for (int i = 0; i < w->nfilters; i++) {
-		struct sock_fprog prog = {.len = w->filters[i].len, .filter = w->filters[i].code};
-		if ((e = S3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) < 0)
-			fail(c, DSH_OP_CONFINE, e);
-	}
 	if (w->landlock >= 0)
 		sys_close(w->landlock);
 

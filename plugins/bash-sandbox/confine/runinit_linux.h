@@ -69,6 +69,11 @@ struct dsh_init {
 	unsigned long cloneflags; // the namespaces of the run
 	int mount_proc; // mount a /proc of the run's PID namespace
 	long processes; // the run's process limit (its pid_max), or 0
+	// Made ahead at SCHED_IDLE, in time no one else wanted: its command's
+	// process, once confined, returns itself and the init to SCHED_OTHER
+	// (CAP_SYS_NICE, which it drops next), so the run itself never waits
+	// on an idle priority.
+	int background;
 	// Where the init shares the spawner's address space (CLONE_VM), the
 	// memory it and its command's process map there: address and length,
 	// zeroed once unmapped. The reaper of an init that was killed unmaps

@@ -135,7 +135,7 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 	s.limits, s.groups = p.Limits, newRunGroups(p.Limits)
 	s.Limits = s.groups.facts(p.Limits)
 	go s.watch()
-	if err := s.ask(readyInits); err != nil {
+	if err := s.ask(readyInits, true); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -208,13 +208,14 @@ func (s *Spawner) watch() {
 	s.mu.Unlock()
 }
 
-// ask asks the spawner for n more ready inits.
-func (s *Spawner) ask(n int) error {
+// ask asks the spawner for n more ready inits: ahead of need, or for a
+// start waiting on one.
+func (s *Spawner) ask(n int, ahead bool) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.asked.Add(int64(n)) // before the answers can come
 	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
-	err := writeFrame(s.conn, request{Inits: n})
+	err := writeFrame(s.conn, request{Inits: n, Ahead: ahead})
 	_ = s.conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
@@ -246,7 +247,7 @@ func (s *Spawner) take() (int, error) {
 		if got.err == nil {
 			return got.ctl, nil
 		}
-		if aerr := s.ask(1); aerr != nil {
+		if aerr := s.ask(1, true); aerr != nil {
 			return -1, aerr
 		}
 		if got.seq >= since {
@@ -264,7 +265,7 @@ func (s *Spawner) next() (readyInit, error) {
 	default:
 	}
 	// None ready: this start does not wait on others' to be replaced.
-	if err := s.ask(1); err != nil {
+	if err := s.ask(1, false); err != nil {
 		return readyInit{}, err
 	}
 	deadline := time.NewTimer(replyDeadline)
@@ -327,7 +328,7 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	}
 	// The init taken is replaced once the command runs (or could not):
 	// the spawner's making of the next one does not delay this one's start.
-	defer func() { _ = s.ask(1) }()
+	defer func() { _ = s.ask(1, true) }()
 	var m initMsg
 	var files []int
 	if err = sendRun(ctl, run); err == nil {

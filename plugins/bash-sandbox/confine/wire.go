@@ -28,6 +28,9 @@ const maxFrameFiles = 1
 // their runs (at most maxInitsAsked at once).
 type request struct {
 	Inits int `json:"inits"`
+	// Ahead asks for inits to keep ready: the spawner makes them in spare
+	// time (SCHED_IDLE, where it can). Without it a start is waiting.
+	Ahead bool `json:"ahead,omitempty"`
 }
 
 // maxInitsAsked bounds the inits one request asks for.
