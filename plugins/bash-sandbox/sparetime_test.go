@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +58,58 @@ func TestRunsAtNormalPrioritySpawnerInSpareTime(t *testing.T) {
 	}
 	if got := schedPolicy(t, sp[0]); got != "5" {
 		t.Errorf("the spawner's main thread, which makes the inits, has policy %s, want SCHED_IDLE (5)", got)
+	}
+}
+
+// directChildren are pid's children, from every one of its threads.
+func directChildren(pid int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(data)) {
+			if child, err := strconv.Atoi(f); err == nil {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
+
+// The spawner reaps each run's init once it has exited, in spare time as
+// it may be: after many runs, it holds only the inits of the runs ready
+// for their commands, and no exited one for long.
+func TestSpawnerReapsItsInits(t *testing.T) {
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	const runs = 20
+	for range runs {
+		if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true", Workdir: ws}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := spawners(t)
+	if len(sp) != 1 {
+		t.Fatalf("%d spawners, want 1", len(sp))
+	}
+	var inits, exited []int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		inits, exited = directChildren(sp[0]), nil
+		for _, pid := range inits {
+			if zombie(pid) {
+				exited = append(exited, pid)
+			}
+		}
+		if len(exited) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(exited) > 0 {
+		t.Errorf("after %d runs the spawner holds %d exited inits, not reaped: %v", runs, len(exited), exited)
+	}
+	if len(inits) > 4 {
+		t.Errorf("after %d runs the spawner has %d inits (%v), want only the ready ones", runs, len(inits), inits)
 	}
 }

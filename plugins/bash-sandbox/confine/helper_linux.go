@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -70,26 +69,52 @@ func HelperMain() int {
 		_ = writeFrame(c, reply{Failure: "the spawner's life pipe: " + err.Error()})
 		return 1
 	}
-	s := &spawnerState{c: c, conf: conf, spareTime: spareTime, life: life[0], inits: map[int]*initMem{}, born: make(chan struct{}, 1), spec: initSpecOf(p, conf, life[0])}
+	s := &spawnerState{c: c, conf: conf, spareTime: spareTime, life: life[0], inits: map[int]runInit{}, spec: initSpecOf(p, conf, life[0])}
 	if err := writeFrame(c, reply{Ready: true, Enforced: conf.enforced}); err != nil {
 		return 1
 	}
 	if spareTime {
 		idleThreads()
 	}
-	go s.reap()
+	s.serve()
+	return 0
+}
+
+// serve answers the plugin's requests for inits, and reaps the inits as
+// they exit, on this (the main) thread, waiting for both at once: no other
+// goroutine, so no hand-off between threads. When the plugin goes, it
+// kills every init, and with them every run.
+func (s *spawnerState) serve() {
 	for {
+		fds := []unix.PollFd{{Fd: int32(s.c.fd), Events: unix.POLLIN}}
+		pids := []int{}
+		for pid, r := range s.inits {
+			fds = append(fds, unix.PollFd{Fd: int32(r.pidfd), Events: unix.POLLIN})
+			pids = append(pids, pid)
+		}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			s.killAll()
+			return
+		}
+		for i, f := range fds[1:] {
+			if f.Revents != 0 {
+				s.reap(pids[i])
+			}
+		}
+		if fds[0].Revents == 0 {
+			continue
+		}
 		var req request
-		fds, err := readFrame(c, &req)
-		closeAll(fds) // a request carries none
+		got, err := readFrame(s.c, &req)
+		closeAll(got) // a request carries none
 		if err != nil {
 			s.killAll()
-			return 0
+			return
 		}
 		for range min(req.Inits, maxInitsAsked) {
 			if err := s.makeInit(req.Ahead); err != nil {
 				s.killAll()
-				return 0
+				return
 			}
 		}
 	}
@@ -162,11 +187,15 @@ type spawnerState struct {
 	life      int // the read end of the life pipe
 	// spec is every init's, but for its socket.
 	spec initSpec
-	mu   sync.Mutex
-	// inits are the runs' inits not yet reaped, with their memory.
-	inits map[int]*initMem
-	// born wakes the reaper when an init starts.
-	born chan struct{}
+	// inits are the runs' inits not yet reaped, by pid.
+	inits map[int]runInit
+}
+
+// runInit is a run's init as its spawner holds it: a pidfd (readable once
+// it exits), and its memory, to release once it is reaped.
+type runInit struct {
+	pidfd int
+	mem   *initMem
 }
 
 // initSpec is a run's init as it is made, ahead of its run
@@ -228,57 +257,43 @@ func (s *spawnerState) makeInit(ahead bool) error {
 			defer setPolicy(0, unix.SCHED_IDLE)
 		}
 	}
-	s.mu.Lock() // no kill-all between the start and the record
 	pid, mem, err := startInit(&spec)
-	if err == nil {
-		s.inits[pid] = mem
-	}
-	s.mu.Unlock()
 	unix.Close(pair[1])
+	if err == nil {
+		// Its own child, not yet reaped: the pid is still this init's.
+		var pidfd int
+		if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, 0, nil)
+			mem.release()
+		} else {
+			s.inits[pid] = runInit{pidfd: pidfd, mem: mem}
+		}
+	}
 	if err != nil {
 		return writeFrame(s.c, reply{InitFailure: "starting a run's init: " + err.Error()})
-	}
-	select {
-	case s.born <- struct{}{}:
-	default:
 	}
 	return writeFrame(s.c, reply{Init: true}, pair[0])
 }
 
-// reap reaps the runs' inits as they exit, for as long as the spawner
-// lives.
-func (s *spawnerState) reap() {
-	for range s.born {
-		for {
-			// Seen exited first, and reaped (its pid freed) only once it
-			// is out of s.inits: killAll never signals a freed pid.
-			var info unix.Siginfo
-			err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				break // none left: wait for the next
-			}
-			pid := int(siginfoPid(&info))
-			s.mu.Lock()
-			mem := s.inits[pid]
-			delete(s.inits, pid)
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-			s.mu.Unlock()
-			mem.release()
-		}
+// reap reaps init pid, once it has exited, and releases its memory.
+func (s *spawnerState) reap(pid int) {
+	r := s.inits[pid]
+	var ws unix.WaitStatus
+	if got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got != pid && err != unix.ECHILD {
+		return // not yet
 	}
+	delete(s.inits, pid)
+	unix.Close(r.pidfd)
+	r.mem.release()
 }
 
 // killAll kills every run's init, and with each everything in its
 // namespace.
 func (s *spawnerState) killAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for pid := range s.inits {
-		_ = unix.Kill(pid, unix.SIGKILL)
+	for _, r := range s.inits {
+		_ = unix.PidfdSendSignal(r.pidfd, unix.SIGKILL, nil, 0)
 	}
 }
 

@@ -76,8 +76,8 @@ struct dsh_init {
 	int background;
 	// Where the init shares the spawner's address space (CLONE_VM), the
 	// memory it and its command's process map there: address and length,
-	// zeroed once unmapped. The reaper of an init that was killed unmaps
-	// what is left.
+	// zeroed once unmapped. The spawner, reaping an init that was killed,
+	// unmaps what is left.
 	void *maps[DSH_MAPS];
 	unsigned long maplens[DSH_MAPS];
 };
