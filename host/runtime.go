@@ -38,6 +38,10 @@ type RuntimeOptions struct {
 	// DefaultHealthTimeout. A plugin that misses healthMisses answers in
 	// a row (stopped, hung after its handshake) is killed and replaced.
 	HealthInterval, HealthTimeout time.Duration
+	// Resolve, when set, names the executor anew before each reload (from
+	// a settings file read again, with its pins, say); later restarts
+	// launch what it named. A reload it fails keeps the old executor.
+	Resolve func(ctx context.Context) (Executor, error)
 }
 
 // The health check's defaults.
@@ -204,7 +208,15 @@ func (r *Runtime) Reload(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	h, err := Launch(ctx, r.opts.Options)
+	opts := r.opts.Options
+	if r.opts.Resolve != nil {
+		ex, err := r.opts.Resolve(ctx)
+		if err != nil {
+			return fmt.Errorf("host: reload: the old executor stays: %w", err)
+		}
+		opts.Executor = ex
+	}
+	h, err := Launch(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("host: reload: the old executor stays: %w", err)
 	}
@@ -218,6 +230,7 @@ func (r *Runtime) Reload(ctx context.Context) error {
 	r.cur = newGeneration(old.n+1, h)
 	r.gens[r.cur.n] = r.cur
 	r.mu.Unlock()
+	r.opts.Executor = opts.Executor // restarts launch it (under r.reload)
 	r.watch(r.cur)
 	if l := r.opts.Logger; l != nil {
 		l.Info("reloaded the executor: its background jobs end with the old plugin",

@@ -34,7 +34,10 @@ func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Du
 	if err != nil {
 		return err
 	}
-	if err := checkWatchable(r.opts.Executor, abs, r.opts.WritableRoots); err != nil {
+	r.reload.Lock() // a reload may name the executor anew
+	ex := r.opts.Executor
+	r.reload.Unlock()
+	if err := checkWatchable(ex, abs, r.opts.WritableRoots); err != nil {
 		return fmt.Errorf("host: refusing to watch %s: %w", abs, err)
 	}
 	w, err := fsnotify.NewWatcher()

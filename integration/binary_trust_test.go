@@ -251,3 +251,69 @@ func TestMCPReloadOfABinaryThatBecameUnsafeIsRefused(t *testing.T) {
 		t.Errorf("the plugin is %s, was %s: an unsafe binary was reloaded", now, before)
 	}
 }
+
+// rebuild replaces the plugin binary at bin, atomically, with a copy of
+// the real one plus extra bytes (an ELF runs with trailing data): a new
+// build, with a new SHA-256, which it returns.
+func rebuild(t *testing.T, bin, extra string) string {
+	t.Helper()
+	data, err := os.ReadFile(bins.plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, extra...)
+	next := bin + ".next"
+	if err := os.WriteFile(next, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, bin); err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// Pins are read again at each reload: a watched rebuild whose new pin is
+// in the settings file first is taken; the next rebuild, with the pin left
+// as it was, is refused naming both hashes, and the plugin before it keeps
+// serving.
+func TestMCPWatchedRebuildTakesItsUpdatedPin(t *testing.T) {
+	_, bin, sum := workspace(t)
+	pinned := func(sum string) string { return "host:\n  checksums:\n    " + bin + ": " + sum + "\n" }
+	settings := settingsFile(t, pinned(sum))
+	cs, _, stderr := mcpIn(t, scenario(t), t.TempDir(), "--settings", settings, "--executor", bin, "--watch")
+	first, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+
+	// A rebuild, its pin written first.
+	data, err := os.ReadFile(bins.plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(append(data, "build 2"...))
+	if err := os.WriteFile(settings, []byte(pinned(hex.EncodeToString(s[:]))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := rebuild(t, bin, "build 2")
+	stderr.waitLog(t, "reloaded the executor", 1)
+	var now string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if now, _ = call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != first {
+			break
+		}
+	}
+	if now == first {
+		t.Fatalf("a rebuild whose pin was updated was not taken: the plugin is still %s\n%s", first, stderr)
+	}
+
+	// Another rebuild, the pin left as it was.
+	third := rebuild(t, bin, "build 3")
+	stderr.waitLog(t, "checksum mismatch", 1)
+	for _, h := range []string{second, third} {
+		if !strings.Contains(stderr.String(), h) {
+			t.Errorf("the refusal does not name sha256:%s:\n%s", h, stderr)
+		}
+	}
+	if again, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); again != now {
+		t.Errorf("the plugin is %s, was %s: a build its pin does not match was swapped in", again, now)
+	}
+}

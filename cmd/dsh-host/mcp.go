@@ -114,7 +114,10 @@ func startRuntime(ctx context.Context, mf *mountFlags, logger, pluginLogger hclo
 	if err != nil {
 		return nil, ex, nil, err
 	}
-	r, err := host.StartRuntime(ctx, host.RuntimeOptions{Options: host.Options{Executor: ex, Logger: logger, PluginLogger: pluginLogger, WritableRoots: roots}})
+	r, err := host.StartRuntime(ctx, host.RuntimeOptions{
+		Options: host.Options{Executor: ex, Logger: logger, PluginLogger: pluginLogger, WritableRoots: roots},
+		Resolve: func(context.Context) (host.Executor, error) { return mf.resolveAgain(ex.Name) },
+	})
 	if err != nil {
 		return nil, ex, nil, err
 	}

@@ -133,6 +133,21 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 	return file, execs, nil
 }
 
+// resolveAgain resolves the executor mounted as name with the settings
+// file read again: a reload takes the pins the file holds by then (a
+// rebuilt binary with its new pin is taken; one without is refused, naming
+// both hashes).
+func (f *mountFlags) resolveAgain(name string) (host.Executor, error) {
+	var file *host.SettingsFile
+	if path := f.settingsPath(); path != "" {
+		var err error
+		if file, err = host.LoadSettingsFile(path); err != nil {
+			return host.Executor{}, err
+		}
+	}
+	return resolveExecutor(name, file)
+}
+
 // resolveExecutor reads an executor's name: a built-in one, a path to a
 // plugin binary, or a name in the plugin directory, each checked against
 // the settings' checksum for it, when there is one (for a path: see
