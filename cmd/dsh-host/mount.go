@@ -130,6 +130,13 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 		}
 		execs = append(execs, ex)
 	}
+	dir := defaultPluginDir()
+	if file != nil && file.Host.PluginDir != "" {
+		dir = file.Host.PluginDir
+	}
+	if err := checkPinsApply(file, execs, dir); err != nil {
+		return nil, nil, err
+	}
 	return file, execs, nil
 }
 

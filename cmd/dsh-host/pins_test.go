@@ -10,8 +10,9 @@ import (
 )
 
 // A pin that cannot apply is refused when the settings load, with its
-// line: one keyed by a built-in executor (it runs dsh-host itself), and
-// one that is no SHA-256.
+// line: one keyed by a built-in executor (it runs dsh-host itself), one
+// that is no SHA-256, and one whose key names nothing (a typo'd name, a
+// path with no file).
 func TestPinsThatCannotApplyAreRefused(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -20,6 +21,8 @@ func TestPinsThatCannotApplyAreRefused(t *testing.T) {
 	for _, tc := range []struct{ name, pins, want string }{
 		{"a built-in's name", "    bash-local: " + strings.Repeat("0", 64) + "\n", "settings.yaml:4: host.checksums.bash-local: bash-local is built in"},
 		{"no SHA-256", "    my-exec: 1234\n", `settings.yaml:4: host.checksums.my-exec: "1234" is not a SHA-256`},
+		{"a name that names nothing", "    bash-lcoal: " + strings.Repeat("0", 64) + "\n", "settings.yaml:4: host.checksums.bash-lcoal: names nothing: no plugin bash-lcoal in"},
+		{"a path that names nothing", "    /nonexistent/dsh-executor-x: " + strings.Repeat("0", 64) + "\n", "settings.yaml:4: host.checksums./nonexistent/dsh-executor-x: names no plugin binary (no such file)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "settings.yaml")
