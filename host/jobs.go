@@ -60,6 +60,9 @@ type JobInfo struct {
 	Exit      pluginapi.ProcessExit
 	StartedAt time.Time
 	EndedAt   time.Time
+	// Unread says a finished job has output left for the next read: a
+	// read gives at most what the executor gives at once (its result cap).
+	Unread bool
 }
 
 // Notice tells a job's owner that the job finished.
@@ -107,9 +110,53 @@ type job struct {
 	done chan struct{}
 	// tail is the output not yet read when the job finished: it stays
 	// readable after the process (and its executor) are gone.
-	tail *pluginapi.OutputRead
+	tail *jobTail
 	// killReason, when set, says why the runtime killed the job (a reload).
 	killReason string
+}
+
+// jobTail is what a finished job had left unread: the reads that drained
+// it from the executor, each within its cap, given one a read, in order;
+// then empty reads that still name the spill files.
+type jobTail struct {
+	reads []pluginapi.OutputRead
+	spill [2]string
+}
+
+// next is the tail's next read, and whether more follow it.
+func (t *jobTail) next() (pluginapi.OutputRead, bool) {
+	if len(t.reads) == 0 {
+		return pluginapi.OutputRead{StdoutSpillPath: t.spill[0], StderrSpillPath: t.spill[1]}, false
+	}
+	r := t.reads[0]
+	t.reads = t.reads[1:]
+	return r, len(t.reads) > 0
+}
+
+// maxTailReads bounds the reads that drain a finished job: far past what an
+// executor's buffer holds at its cap per read.
+const maxTailReads = 10_000
+
+// drainTail reads what a finished process left unread, read after read,
+// until one comes back empty; drained says it got there. A read that fails
+// (ctx done, the executor gone) ends the tail with a lossy read.
+func drainTail(ctx context.Context, proc pluginapi.ShellProcess) (t *jobTail, drained bool) {
+	t = &jobTail{}
+	for range maxTailReads {
+		r, err := proc.ReadOutput(ctx)
+		if err != nil {
+			t.reads = append(t.reads, pluginapi.OutputRead{Lossy: true, StdoutSpillPath: t.spill[0], StderrSpillPath: t.spill[1]})
+			return t, false
+		}
+		if r.StdoutSpillPath != "" || r.StderrSpillPath != "" {
+			t.spill = [2]string{r.StdoutSpillPath, r.StderrSpillPath}
+		}
+		if r.Delta == "" && !r.Lossy {
+			return t, true
+		}
+		t.reads = append(t.reads, r)
+	}
+	return t, false
 }
 
 // DefaultJobRetention is how many finished jobs a Jobs remembers.
@@ -183,10 +230,8 @@ func (j *Jobs) watch(jb *job) {
 		exit = j.settle(jb.info.Generation, exit)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
-	tail, err := jb.proc.ReadOutput(rctx)
-	if err != nil {
-		tail = pluginapi.OutputRead{Delta: "", Lossy: true}
-	} else if r, ok := jb.proc.(pluginapi.Releaser); ok {
+	tail, drained := drainTail(rctx, jb.proc)
+	if r, ok := jb.proc.(pluginapi.Releaser); ok && drained {
 		// All the job will ever say is in tail now: the executor may forget it.
 		_ = r.Release(rctx)
 	}
@@ -201,7 +246,7 @@ func (j *Jobs) watch(jb *job) {
 	if exit.Killed {
 		jb.info.State = JobKilled
 	}
-	jb.tail = &tail
+	jb.tail = tail
 	close(jb.done)
 	notice := Notice{Job: jb.info}
 	n := append(j.notices[jb.info.Owner], notice)
@@ -261,8 +306,9 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 	}
 	j.mu.Lock()
 	if jb.tail != nil {
-		r, info := *jb.tail, jb.info
-		jb.tail.Delta, jb.tail.Lossy = "", false
+		r, more := jb.tail.next()
+		info := jb.info
+		info.Unread = more
 		j.mu.Unlock()
 		return r, info, nil
 	}

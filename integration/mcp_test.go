@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,5 +280,71 @@ func TestMCPCancelAbortsTheCommand(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("sleep %v outlived the cancelled call", sleeps)
 		}
+	}
+}
+
+// A job's output beyond a result's cap comes over several job_output
+// calls, each within the cap (30,000 bytes a stream by default), the rest
+// left for the next, said so while the job is over; together they are all
+// of it, stdout and stderr each in its own section.
+func TestMCPJobOutputIsCappedPerRead(t *testing.T) {
+	cs := mcpSession(t, scenario(t))
+	const lines = 10_000 // 100,000 bytes a stream: at least 4 reads
+	text, isErr := call(t, cs, "bash", map[string]any{
+		"command":           `for i in $(seq 1 10000); do printf 'out %05d\n' $i; printf 'err %05d\n' $i >&2; done`,
+		"run_in_background": true,
+	})
+	id := jobIDPattern.FindString(text)
+	if isErr || id == "" {
+		t.Fatalf("bash in the background: %q", text)
+	}
+	// Read once the job is over: its unread output is then the runtime's
+	// tail, drained from the executor.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if list, _ := call(t, cs, "jobs", nil); !strings.Contains(list, "running") {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the job still runs after 60s: %q", list)
+		}
+	}
+	var out, errOut strings.Builder
+	reads, hinted := 0, false
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		text, isErr := call(t, cs, "job_output", map[string]any{"job_id": id, "wait_ms": 1000})
+		if isErr {
+			t.Fatalf("job_output: %q", text)
+		}
+		text = noticePattern.ReplaceAllString(text, "")
+		body, status, _ := strings.Cut(text, "\n[job "+id+": ")
+		if strings.HasPrefix(text, "[job "+id+": ") {
+			body, status = "", strings.TrimPrefix(text, "[job "+id+": ")
+		}
+		more := strings.Contains(status, "[more output: call job_output again]")
+		hinted = hinted || more
+		o, e, _ := strings.Cut(body, "[stderr]\n")
+		if len(o) > 30_001 || len(e) > 30_000 {
+			t.Fatalf("one job_output gave %d bytes of stdout and %d of stderr, past a result's cap", len(o), len(e))
+		}
+		if body != "" {
+			reads++
+		}
+		out.WriteString(o)
+		errOut.WriteString(e)
+		if !strings.HasPrefix(status, "running") && !more {
+			break
+		}
+	}
+	norm := func(s string) string { return strings.ReplaceAll(s, "\n\n", "\n") }
+	var wantOut, wantErr strings.Builder
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&wantOut, "out %05d\n", i)
+		fmt.Fprintf(&wantErr, "err %05d\n", i)
+	}
+	if norm(out.String()) != wantOut.String() || norm(errOut.String()) != wantErr.String() {
+		t.Errorf("%d reads together are not the job's output: stdout %d bytes (want %d), stderr %d bytes (want %d)",
+			reads, out.Len(), wantOut.Len(), errOut.Len(), wantErr.Len())
+	}
+	if reads < 4 || !hinted {
+		t.Errorf("%d reads, the more-output hint seen: %v; want at least 4 reads of at most 30,000 bytes a stream, and the hint", reads, hinted)
 	}
 }

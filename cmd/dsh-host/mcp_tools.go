@@ -128,6 +128,9 @@ func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mc
 				b.WriteString("\n[some output was dropped between reads; the full output is in " + spill[0] + " and " + spill[1] + "]")
 			}
 			fmt.Fprintf(&b, "\n[job %s: %s]", info.ID, describeEnd(info))
+			if info.Unread {
+				b.WriteString("\n[more output: call job_output again]")
+			}
 			return t.text(b.String(), false), nil
 		}
 		select {

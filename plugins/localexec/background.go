@@ -20,8 +20,12 @@ type process struct {
 	p      *proc
 	stdout *bgStream
 	stderr *bgStream
-	done   chan struct{}
-	exit   pluginapi.ProcessExit
+	// readMax bounds what one read takes of stdout and of stderr: the
+	// spec's stdoutMaxBytes and stderrMaxBytes, as for a foreground
+	// result; the rest stays unread for the next read.
+	readMax [2]int
+	done    chan struct{}
+	exit    pluginapi.ProcessExit
 }
 
 var _ pluginapi.ShellProcess = (*process)(nil)
@@ -49,10 +53,11 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	e.mu.Unlock()
 	st := e.settings()
 	bp := &process{
-		id:     id,
-		stdout: e.newBgStream(st, id, pluginapi.Stdout),
-		stderr: e.newBgStream(st, id, pluginapi.Stderr),
-		done:   make(chan struct{}),
+		id:      id,
+		stdout:  e.newBgStream(st, id, pluginapi.Stdout),
+		stderr:  e.newBgStream(st, id, pluginapi.Stderr),
+		readMax: [2]int{readLimit(spec.StdoutMaxBytes), readLimit(spec.StderrMaxBytes)},
+		done:    make(chan struct{}),
 	}
 	var started sync.WaitGroup
 	started.Add(1)
@@ -130,14 +135,16 @@ func (bp *process) Kill(ctx context.Context) (bool, error) {
 	return acted || bp.exit.Killed, nil
 }
 
-// ReadOutput returns the output since the previous read: stdout, then stderr
-// under a "[stderr]" header, and the spill files that hold both streams in
-// full. A read is lossy when the unread buffer dropped bytes since the
-// previous one; such a delta starts at a UTF-8 boundary. Otherwise a delta
-// may end inside a multi-byte character, which the next one continues.
+// ReadOutput returns the output since the previous read, up to the spec's
+// stdoutMaxBytes and stderrMaxBytes (the rest stays unread for the next
+// read): stdout, then stderr under a "[stderr]" header, and the spill files
+// that hold both streams in full. A read is lossy when the unread buffer
+// dropped bytes since the previous one; such a delta starts at a UTF-8
+// boundary. A delta never ends inside a UTF-8 character while more may
+// come: its bytes wait for the next read.
 func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error) {
-	out, outLost := bp.stdout.unread.take(maxReadBytes)
-	errOut, errLost := bp.stderr.unread.take(maxReadBytes)
+	out, outLost := bp.stdout.unread.take(bp.readMax[0])
+	errOut, errLost := bp.stderr.unread.take(bp.readMax[1])
 	if outLost {
 		out = trimIncompleteStart(out)
 	}
@@ -160,6 +167,12 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 		StdoutSpillPath: bp.stdout.spill.path,
 		StderrSpillPath: bp.stderr.spill.path,
 	}, nil
+}
+
+// readLimit is what one read takes of a stream whose result cap is n
+// bytes: n, within (0, maxReadBytes].
+func readLimit(n int64) int {
+	return int(min(max(n, 1), maxReadBytes))
 }
 
 // endStreams closes the spill files once the streams have ended, and says

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -330,9 +331,16 @@ func TestSpillFailureDoesNotFailTheRun(t *testing.T) {
 	if _, err := p.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := p.ReadOutput(ctx)
-	if r.StdoutSpillPath != "" || !strings.HasSuffix(r.Delta, "100000\n") {
-		t.Errorf("read %q…, spill path %q", r.Delta[max(0, len(r.Delta)-20):], r.StdoutSpillPath)
+	// Reads of at most stdoutMaxBytes each; the last one ends the output.
+	var last pluginapi.OutputRead
+	for r, _ := p.ReadOutput(ctx); r.Delta != ""; r, _ = p.ReadOutput(ctx) {
+		if r.StdoutSpillPath != "" {
+			t.Errorf("a read names the spill path %q", r.StdoutSpillPath)
+		}
+		last = r
+	}
+	if !strings.HasSuffix(last.Delta, "100000\n") {
+		t.Errorf("the last read ends %q…", last.Delta[max(0, len(last.Delta)-20):])
 	}
 }
 
@@ -661,5 +669,54 @@ func TestBackgroundReadKeepsCharactersWhole(t *testing.T) {
 	}
 	if rest, _ := p.ReadOutput(ctx); rest.Delta != "é\n" {
 		t.Errorf("the read after gave %q, want %q", rest.Delta, "é\n")
+	}
+}
+
+// One read takes at most the spec's stdoutMaxBytes and stderrMaxBytes, as a
+// foreground result would show; the rest waits for the next reads, each
+// stream in its own section, and all of it comes, in order. (Lines of 10
+// bytes, a cap of 1,000: no read cuts a line, so the reads join exactly.)
+func TestBackgroundReadIsCappedLikeAResult(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	ctx := context.Background()
+	const capBytes, lines = 1000, 500
+	p := startCmd(t, e, pluginapi.ExecRequest{
+		Command:        `for i in $(seq 1 500); do printf 'out %05d\n' $i; printf 'err %05d\n' $i >&2; done`,
+		StdoutMaxBytes: capBytes, StderrMaxBytes: capBytes,
+	})
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	reads := 0
+	for {
+		r, err := p.ReadOutput(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Delta == "" {
+			break
+		}
+		reads++
+		o, e, _ := strings.Cut(r.Delta, pluginapi.StderrSectionHeader)
+		if len(o) > capBytes || len(e) > capBytes {
+			t.Fatalf("read %d: %d bytes of stdout and %d of stderr, past the cap of %d", reads, len(o), len(e), capBytes)
+		}
+		if strings.Contains(o, "err ") || strings.Contains(e, "out ") || strings.Contains(e, pluginapi.StderrSectionHeader) {
+			t.Fatalf("read %d mixes the streams: %q", reads, r.Delta)
+		}
+		out.WriteString(o)
+		errOut.WriteString(e)
+	}
+	var wantOut, wantErr strings.Builder
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&wantOut, "out %05d\n", i)
+		fmt.Fprintf(&wantErr, "err %05d\n", i)
+	}
+	if out.String() != wantOut.String() || errOut.String() != wantErr.String() {
+		t.Errorf("the reads together differ from what was written (%d reads)\nstdout %.200q\nstderr %.200q", reads, out.String(), errOut.String())
+	}
+	if want := wantOut.Len() / capBytes; reads != want {
+		t.Errorf("%d reads, want %d (%d bytes a stream, at most %d a read)", reads, want, wantOut.Len(), capBytes)
 	}
 }
