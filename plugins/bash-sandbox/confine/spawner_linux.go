@@ -328,7 +328,10 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	}
 	// The init taken is replaced once the command runs (or could not):
 	// the spawner's making of the next one does not delay this one's start.
-	defer func() { _ = s.ask(1, true) }()
+	// In spare time while others stay ready; at once when none does (a
+	// busy machine has no spare time, and the next start would wait).
+	ahead := len(s.ready) > 0
+	defer func() { _ = s.ask(1, ahead) }()
 	var m initMsg
 	var files []int
 	if err = sendRun(ctl, run); err == nil {
