@@ -46,10 +46,10 @@ type Spawner struct {
 
 	// ready holds the ready inits' sockets (or why one could not be
 	// made), in the order the spawner sent them; asked counts the inits
-	// asked for, answered (watch's) the answers.
+	// asked for, answered the answers (watch adds to it).
 	ready    chan readyInit
 	asked    atomic.Int64
-	answered int64
+	answered atomic.Int64
 
 	mu   sync.Mutex
 	gone chan struct{}
@@ -169,7 +169,7 @@ func (s *Spawner) watch() {
 		var r reply
 		var fds []int
 		fds, err = readFrame(s.conn, &r)
-		got := readyInit{ctl: -1, seq: s.answered}
+		got := readyInit{ctl: -1, seq: s.answered.Load()}
 		switch {
 		case errors.Is(err, errFilesLost):
 			// An init came without its socket: it is let go (it sees the
@@ -191,7 +191,7 @@ func (s *Spawner) watch() {
 		if err != nil {
 			break
 		}
-		s.answered++
+		s.answered.Add(1)
 		select {
 		case s.ready <- got:
 		default:
@@ -222,6 +222,12 @@ func (s *Spawner) ask(n int, ahead bool) error {
 		return s.gonErr()
 	}
 	return nil
+}
+
+// short says whether fewer than readyInits inits are ready or asked for
+// and on their way.
+func (s *Spawner) short() bool {
+	return int64(len(s.ready))+s.asked.Load()-s.answered.Load() < readyInits
 }
 
 // take takes a ready init, for the caller to replace with ask(1) once its
@@ -330,8 +336,14 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	// the spawner's making of the next one does not delay this one's start.
 	// In spare time while others stay ready; at once when none does (a
 	// busy machine has no spare time, and the next start would wait).
+	// Not when enough are ready or on their way already (a start that
+	// found none ready asked for its own, and may have taken another).
 	ahead := len(s.ready) > 0
-	defer func() { _ = s.ask(1, ahead) }()
+	defer func() {
+		if s.short() {
+			_ = s.ask(1, ahead)
+		}
+	}()
 	var m initMsg
 	var files []int
 	if err = sendRun(ctl, run); err == nil {
