@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // ExecIDVar is the environment variable that tags every process a command
@@ -14,7 +16,7 @@ import (
 // descendants that left the command's process group (setsid, a double fork)
 // by it. It is set last, over the caller's env; Resolve refuses it in
 // dshEnv.
-const ExecIDVar = "DSH_EXEC_ID"
+const ExecIDVar = pluginapi.ExecIDVar
 
 // childTable is what this process knows of its children, shared by every
 // Executor in it: being a child subreaper is a property of the process.
@@ -41,7 +43,7 @@ type childTable struct {
 // ExecIDPrefixVar, in the executor's own environment, gives the prefix of
 // every tag it hands out: a host that sets it can find what the executor
 // started even after the executor died. Commands do not see it.
-const ExecIDPrefixVar = "DSH_EXEC_ID_PREFIX"
+const ExecIDPrefixVar = pluginapi.ExecIDPrefixVar
 
 // children is this process's childTable.
 var children = func() *childTable {
