@@ -1,6 +1,9 @@
 package pluginapitest
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,7 +130,10 @@ func requireGroupGone(t testing.TB, g procRef) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("process group %d still has live members %v after %s", pgid, left, goneWithin)
+			names := killAll(left)
+			t.Fatalf("process group %s still had live members %v %s after the command ended; the suite killed them. "+
+				"An executor must kill the command's whole process group when it ends, times out or is aborted "+
+				"(SIGTERM, the kill grace, SIGKILL)", g, names, goneWithin)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -160,21 +166,35 @@ func requirePIDsGone(t testing.TB, procs ...procRef) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		return
 	}
-	live := func(r procRef) bool {
-		if r.ns == "" || r.ns == ownPIDNS() {
-			return alive(r.pid)
-		}
-		return len(liveIn(r.ns, "NSpid", r.pid)) > 0
-	}
+	live := func(r procRef) bool { return len(hostPIDs(r)) > 0 }
 	deadline := time.Now().Add(goneWithin)
 	for _, r := range procs {
 		for live(r) {
 			if time.Now().After(deadline) {
-				t.Fatalf("process %s (of %v) is still alive after %s", r, procs, goneWithin)
+				var left []int
+				for _, r := range procs {
+					left = append(left, hostPIDs(r)...)
+				}
+				names := killAll(left)
+				t.Fatalf("processes %v of %v were still alive %s after the command ended; the suite killed them. "+
+					"An executor must kill every process a command started, also those that left its process "+
+					"group (setsid, a double fork): tag them (pluginapi.ExecIDVar) and find them by the tag", names, procs, goneWithin)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// hostPIDs lists r's live process as this test's PID namespace numbers it:
+// none when it is gone.
+func hostPIDs(r procRef) []int {
+	if r.ns == "" || r.ns == ownPIDNS() {
+		if alive(r.pid) {
+			return []int{r.pid}
+		}
+		return nil
+	}
+	return liveIn(r.ns, "NSpid", r.pid)
 }
 
 // alive reports whether pid is a live (not zombie) process.
@@ -200,4 +220,98 @@ func ints(t testing.TB, s string) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// caseMarkVar names the variable RunWith sets, to a value of its own, in
+// the test process for each case, before the factory makes the executor:
+// the executor inherits it, and so do its commands (they must inherit the
+// executor's environment). It is how the suite finds what a case left
+// alive.
+const caseMarkVar = "DSH_CONFORMANCE_CASE"
+
+// newCaseMark returns a fresh value for caseMarkVar.
+func newCaseMark() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// marked lists the live processes, other than this one, whose environment
+// holds the entry kv (NAME=VALUE). It finds none where /proc is missing, or
+// where a process's environment is not ours to read.
+func marked(kv string) []int {
+	want := []byte("\x00" + kv + "\x00")
+	var pids []int
+	for _, pid := range procPIDs() {
+		if pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil || !bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+			continue
+		}
+		if alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procName describes a process for a failure message: its PID and command
+// line.
+func procName(pid int) string {
+	cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	line := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
+	if len(line) > 80 {
+		line = line[:80] + "..."
+	}
+	return fmt.Sprintf("%d (%s)", pid, line)
+}
+
+// killAll SIGKILLs each of pids and waits, bounded by goneWithin, for them
+// to be gone. It returns how each was described before it was killed.
+func killAll(pids []int) []string {
+	names := make([]string, len(pids))
+	for i, pid := range pids {
+		names[i] = procName(pid)
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
+	}
+	deadline := time.Now().Add(goneWithin)
+	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return names
+}
+
+// sweepCase runs when a case is over, after the executor's Close and the
+// factory's own cleanups: it waits up to goneWithin for every process that
+// carries the case's mark to be gone, then kills those still alive and
+// fails the case naming them. So a failing executor leaves nothing behind.
+func sweepCase(t testing.TB, kv string) {
+	t.Helper()
+	deadline := time.Now().Add(goneWithin)
+	for {
+		left := marked(kv)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			// A process may fork while it is killed: look again.
+			for round := 0; round < 3 && len(left) > 0; round++ {
+				names = append(names, killAll(left)...)
+				left = marked(kv)
+			}
+			t.Errorf("processes outlived the case and the executor's Close; the suite killed them: %s. "+
+				"An executor must kill everything its commands started, at the latest on Close; "+
+				"a Remote factory must also stop the plugin process it launched (pluginapitest.Launch does)",
+				strings.Join(names, ", "))
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

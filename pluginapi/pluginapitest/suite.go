@@ -6,6 +6,13 @@
 // their output, Kill and Close. The cases about termination check, from
 // /proc, that what they started is gone.
 //
+// A failing case says what the executor must do, and leaves nothing
+// running: what a check finds still alive, it kills before it fails; and
+// after each case, once the executor is closed, the suite kills whatever
+// still carries the case's mark (a variable it sets in the test's
+// environment before the factory runs, which the executor and its commands
+// inherit) and fails the case naming it.
+//
 // An executor author calls it from a test:
 //
 //	func TestConformance(t *testing.T) {
@@ -81,6 +88,11 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	}
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
+			// Registered first, the sweep runs last: after the
+			// executor's Close and the factory's own cleanups.
+			mark := newCaseMark()
+			t.Setenv(caseMarkVar, mark)
+			t.Cleanup(func() { sweepCase(t, caseMarkVar+"="+mark) })
 			impl := factory(t)
 			x, local := impl, pluginapi.ShellExecutor(nil)
 			if !opts.Remote {
@@ -115,7 +127,7 @@ func (e *env) resolve(req pluginapi.ExecRequest) pluginapi.ExecSpec {
 	e.t.Helper()
 	spec, err := e.x.Resolve(e.ctx, req)
 	if err != nil {
-		e.t.Fatalf("Resolve(%q): %v", req.Command, err)
+		e.t.Fatalf("Resolve must accept a plain request (%q): %v", req.Command, err)
 	}
 	return spec
 }
@@ -125,7 +137,7 @@ func (e *env) run(req pluginapi.ExecRequest) pluginapi.RunResult {
 	e.t.Helper()
 	res, err := e.x.Run(e.ctx, e.resolve(req))
 	if err != nil {
-		e.t.Fatalf("Run(%q): %v", req.Command, err)
+		e.t.Fatalf("Run must return an error only when the command could not run; Run(%q): %v", req.Command, err)
 	}
 	return res
 }
@@ -134,7 +146,7 @@ func (e *env) run(req pluginapi.ExecRequest) pluginapi.RunResult {
 func exitCode(t *testing.T, res pluginapi.RunResult) int {
 	t.Helper()
 	if res.ExitCode == nil {
-		t.Fatalf("no exit code; signal %q, result %+v", res.Signal, res)
+		t.Fatalf("a command that exits by itself must settle with its exit code; got none (signal %q): %+v", res.Signal, res)
 	}
 	return *res.ExitCode
 }
