@@ -20,19 +20,19 @@ var deadlineCases = []suiteCase{
 		began := time.Now()
 		res, err := e.x.Run(e.ctx, spec)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Run must settle with a result; an error only when the command could not run: %v", err)
 		}
 		if took := time.Since(began); took > interruptedWithin(spec) {
-			e.t.Errorf("a 300 ms timeout settled after %s", took)
+			e.t.Errorf("a timeout must kill the command and settle within the kill grace: a 300 ms timeout settled after %s", took)
 		}
 		if !res.TimedOut || res.Aborted {
-			e.t.Errorf("timedOut %v aborted %v, want true false", res.TimedOut, res.Aborted)
+			e.t.Errorf("a timeout must set timedOut, not aborted: timedOut %v aborted %v", res.TimedOut, res.Aborted)
 		}
 		if res.ExitCode != nil || res.Signal == "" {
-			e.t.Errorf("a timeout kill ends by signal: exit %v signal %q", res.ExitCode, res.Signal)
+			e.t.Errorf("a command killed at its timeout must settle with its signal and no exit code: exit %v signal %q", res.ExitCode, res.Signal)
 		}
 		if res.TimeoutMs != 300 {
-			e.t.Errorf("timeoutMs %d, want 300", res.TimeoutMs)
+			e.t.Errorf("the result must carry the effective timeoutMs (300); got %d", res.TimeoutMs)
 		}
 		requireGroupGone(e.t, firstLineProc(e.t, res.Stdout.Text))
 	}},
@@ -40,10 +40,10 @@ var deadlineCases = []suiteCase{
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.IgnoreTerm(e.sh.PIDThen(e.sh.Sleep(1000))), TimeoutMs: 300})
 		res, err := e.x.Run(e.ctx, spec)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Run must settle with a result; an error only when the command could not run: %v", err)
 		}
 		if !res.TimedOut || res.Signal != "SIGKILL" {
-			e.t.Errorf("timedOut %v signal %q, want true SIGKILL", res.TimedOut, res.Signal)
+			e.t.Errorf("a command that ignores SIGTERM must be SIGKILLed after the kill grace: timedOut %v signal %q, want true SIGKILL", res.TimedOut, res.Signal)
 		}
 		requireGroupGone(e.t, firstLineProc(e.t, res.Stdout.Text))
 	}},
@@ -57,10 +57,10 @@ var deadlineCases = []suiteCase{
 			e.t.Fatalf("an abort settles with a result, not an error: %v", err)
 		}
 		if !res.Aborted || res.TimedOut {
-			e.t.Errorf("aborted %v timedOut %v, want true false", res.Aborted, res.TimedOut)
+			e.t.Errorf("cancelling Run's ctx must settle as aborted, not timedOut: aborted %v timedOut %v", res.Aborted, res.TimedOut)
 		}
 		if res.AbortReason != "the user pressed stop" {
-			e.t.Errorf("abort reason %q, want the cancel cause", res.AbortReason)
+			e.t.Errorf("the abort reason must be the ctx's cancel cause (context.Cause), %q; got %q", "the user pressed stop", res.AbortReason)
 		}
 		requireGroupGone(e.t, firstLineProc(e.t, res.Stdout.Text))
 	}},
@@ -70,10 +70,10 @@ var deadlineCases = []suiteCase{
 		defer cancel()
 		res, err := e.x.Run(ctx, spec)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Run must settle with a result; an error only when the command could not run: %v", err)
 		}
 		if !res.TimedOut || res.Aborted {
-			e.t.Errorf("timedOut %v aborted %v, want true false", res.TimedOut, res.Aborted)
+			e.t.Errorf("when the timeout comes first only timedOut is set (one fused deadline): timedOut %v aborted %v", res.TimedOut, res.Aborted)
 		}
 	}},
 	{"deadline/abort first: aborted only", func(e *env) {
@@ -82,10 +82,10 @@ var deadlineCases = []suiteCase{
 		defer cancel()
 		res, err := e.x.Run(ctx, spec)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Run must settle with a result; an error only when the command could not run: %v", err)
 		}
 		if !res.Aborted || res.TimedOut {
-			e.t.Errorf("aborted %v timedOut %v, want true false", res.Aborted, res.TimedOut)
+			e.t.Errorf("when the caller's cancellation comes first only aborted is set (one fused deadline): aborted %v timedOut %v", res.Aborted, res.TimedOut)
 		}
 	}},
 	{"deadline/timeout and abort together: never both", func(e *env) {
@@ -95,7 +95,7 @@ var deadlineCases = []suiteCase{
 			res, err := e.x.Run(ctx, spec)
 			cancel()
 			if err != nil {
-				e.t.Fatalf("round %d: %v", i, err)
+				e.t.Fatalf("an interrupted run must settle with a result, not an error; round %d: %v", i, err)
 			}
 			if res.TimedOut == res.Aborted {
 				e.t.Fatalf("round %d: timedOut %v aborted %v: exactly one cause must win", i, res.TimedOut, res.Aborted)

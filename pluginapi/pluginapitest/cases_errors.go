@@ -16,20 +16,20 @@ var errorCases = []suiteCase{
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), Workdir: missing})
 		_, err := e.x.Run(e.ctx, spec)
 		if !errors.Is(err, pluginapi.ErrUnusableWorkdir) {
-			e.t.Fatalf("Run in %s: %v, want ErrUnusableWorkdir", missing, err)
+			e.t.Fatalf("Run in a missing workdir must fail with ErrUnusableWorkdir; Run in %s: %v", missing, err)
 		}
 		if !strings.Contains(err.Error(), missing) {
-			e.t.Errorf("error %q does not name the directory", err)
+			e.t.Errorf("an unusable workdir's error must name it (%s): %q", missing, err)
 		}
 	}},
 	{"errors/a workdir that is a file is an error", func(e *env) {
 		file := filepath.Join(e.t.TempDir(), "file")
 		if err := os.WriteFile(file, nil, 0o600); err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Run must settle with a result; an error only when the command could not run: %v", err)
 		}
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), Workdir: file})
 		if _, err := e.x.Run(e.ctx, spec); !errors.Is(err, pluginapi.ErrUnusableWorkdir) {
-			e.t.Errorf("Run in a file: %v, want ErrUnusableWorkdir", err)
+			e.t.Errorf("Run in a workdir that is a file must fail with ErrUnusableWorkdir; got %v", err)
 		}
 	}},
 	{"errors/a background process that cannot spawn settles as killed, the error on stderr", func(e *env) {
@@ -40,17 +40,17 @@ var errorCases = []suiteCase{
 		}
 		exit, err := p.Wait(e.ctx)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
 		}
 		if !exit.Killed || exit.ExitCode != nil {
-			e.t.Errorf("exit %+v, want killed with no exit code", exit)
+			e.t.Errorf("a background process that could not spawn must settle as Killed, with no exit code: %+v", exit)
 		}
 		r, err := p.ReadOutput(e.ctx)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
 		}
 		if !strings.Contains(r.Delta, pluginapi.StderrSectionHeader) || !strings.Contains(r.Delta, missing) {
-			e.t.Errorf("output %q, want the spawn error naming %s on stderr", r.Delta, missing)
+			e.t.Errorf("a background process that could not spawn must show the error, naming %s, in its stderr section: %q", missing, r.Delta)
 		}
 	}},
 	{"errors/a done ctx before Run is an error and runs nothing", func(e *env) {
@@ -60,24 +60,24 @@ var errorCases = []suiteCase{
 		cancel()
 		for _, x := range e.both() {
 			if _, err := x.Run(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
-				e.t.Errorf("Run with a done ctx: %v, want ErrAbortedBeforeStart", err)
+				e.t.Errorf("Run with a ctx already done must fail with ErrAbortedBeforeStart; got %v", err)
 			}
 			if _, err := x.Start(ctx, spec); !errors.Is(err, pluginapi.ErrAbortedBeforeStart) {
-				e.t.Errorf("Start with a done ctx: %v, want ErrAbortedBeforeStart", err)
+				e.t.Errorf("Start with a ctx already done must fail with ErrAbortedBeforeStart; got %v", err)
 			}
 		}
 		if _, err := os.Stat(marker); err == nil {
-			e.t.Errorf("the command ran although ctx was done")
+			e.t.Errorf("a Run or Start whose ctx is already done must run nothing; the command ran")
 		}
 	}},
 	{"errors/an unresolved spec is refused", func(e *env) {
 		raw := pluginapi.ExecSpec{Command: e.sh.Exit(0)}
 		for _, x := range e.both() {
 			if _, err := x.Run(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
-				e.t.Errorf("Run of an unresolved spec: %v, want ErrSpecNotResolved", err)
+				e.t.Errorf("Run must refuse a spec Resolve did not make with ErrSpecNotResolved; got %v", err)
 			}
 			if _, err := x.Start(e.ctx, raw); !errors.Is(err, pluginapi.ErrSpecNotResolved) {
-				e.t.Errorf("Start of an unresolved spec: %v, want ErrSpecNotResolved", err)
+				e.t.Errorf("Start must refuse a spec Resolve did not make with ErrSpecNotResolved; got %v", err)
 			}
 		}
 	}},
@@ -85,14 +85,14 @@ var errorCases = []suiteCase{
 		long := "echo " + strings.Repeat("x", 200_000)
 		_, err := e.x.Resolve(e.ctx, pluginapi.ExecRequest{Command: long})
 		if !errors.Is(err, pluginapi.ErrInvalidRequest) && !errors.Is(err, pluginapi.ErrRequestTooLarge) {
-			e.t.Errorf("Resolve of a 200 kB command: %v, want a clear refusal", err)
+			e.t.Errorf("Resolve must refuse a command longer than one argument can carry (200 kB) with ErrInvalidRequest or ErrRequestTooLarge; got %v", err)
 		}
 	}},
 	{"errors/a request too large for the wire is refused clearly", func(e *env) {
 		huge := strings.Repeat("x", pluginapi.MaxRequestBytes+1)
 		_, err := e.x.Resolve(e.ctx, pluginapi.ExecRequest{Command: "echo " + huge})
 		if !errors.Is(err, pluginapi.ErrRequestTooLarge) && !errors.Is(err, pluginapi.ErrInvalidRequest) {
-			e.t.Errorf("Resolve of a %d-byte command: %v, want ErrRequestTooLarge or ErrInvalidRequest", len(huge), err)
+			e.t.Errorf("a request too large for the wire (%d bytes) must be refused with ErrRequestTooLarge or ErrInvalidRequest; got %v", len(huge), err)
 		}
 	}},
 }

@@ -23,11 +23,11 @@ func countOutput(n int) string {
 func readSpill(e *env, path string) string {
 	e.t.Helper()
 	if path == "" {
-		e.t.Fatal("no spill path")
+		e.t.Fatal("output past its cap must name the spill file that holds the whole stream (SpillPath)")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		e.t.Fatalf("reading the spill file: %v", err)
+		e.t.Fatalf("the spill file must be readable where the commands run: %v", err)
 	}
 	return string(data)
 }
@@ -36,7 +36,7 @@ var outputCases = []suiteCase{
 	{"output/small output is whole and never spills", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Count(10)})
 		if res.Stdout.Text != countOutput(10) || res.Stdout.Truncated || res.Stdout.SpillPath != "" {
-			e.t.Errorf("stdout %+v, want the whole text, not truncated, no spill file", res.Stdout)
+			e.t.Errorf("output under the cap must be collected whole, not Truncated, and never spilled: %+v", res.Stdout)
 		}
 	}},
 	{"output/past the cap: head and tail within it, the full stream spilled", func(e *env) {
@@ -45,33 +45,33 @@ var outputCases = []suiteCase{
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Count(n), StdoutMaxBytes: limit})
 		out := res.Stdout
 		if !out.Truncated || out.TotalBytes != int64(len(want)) {
-			e.t.Errorf("truncated %v total %d, want true and %d", out.Truncated, out.TotalBytes, len(want))
+			e.t.Errorf("output past the cap must be Truncated, and TotalBytes count the whole stream (%d): truncated %v total %d", len(want), out.Truncated, out.TotalBytes)
 		}
 		if len(out.Text) > limit {
-			e.t.Errorf("collected %d bytes over a %d-byte cap", len(out.Text), limit)
+			e.t.Errorf("the collected text must fit the cap: %d bytes over a %d-byte cap", len(out.Text), limit)
 		}
 		if !strings.HasPrefix(out.Text, "1\n2\n3\n") || !strings.HasSuffix(out.Text, "19999\n20000\n") {
-			e.t.Errorf("collected text does not keep the head and the tail: %q", out.Text)
+			e.t.Errorf("the collected text past the cap must keep the head and the tail: %q", out.Text)
 		}
 		if got := readSpill(e, out.SpillPath); got != want {
-			e.t.Errorf("the spill file holds %d bytes that differ from the %d-byte stream", len(got), len(want))
+			e.t.Errorf("the spill file must hold the whole stream byte for byte: it holds %d bytes that differ from the %d-byte stream", len(got), len(want))
 		}
 		if fi, err := os.Stat(out.SpillPath); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			e.t.Errorf("spill file mode %v is readable by others", fi.Mode().Perm())
+			e.t.Errorf("spill files must be private to their owner (0600 in a 0700 directory); mode %v", fi.Mode().Perm())
 		}
 		if err := e.x.Close(e.ctx); err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Close must terminate what the executor runs and return no error: %v", err)
 		}
 		// An executor as the suite made it spills into a directory of its
 		// own; a remote one's host may have given it one of the host's.
 		if _, err := os.Stat(out.SpillPath); e.impl != nil && !os.IsNotExist(err) {
-			e.t.Errorf("the spill file outlived Close: %v", err)
+			e.t.Errorf("Close must remove the spill files of a spill directory the executor made: %v", err)
 		}
 	}},
 	{"output/truncation never splits a character", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Repeat("é日🙂", 2000), StdoutMaxBytes: 999})
 		if !res.Stdout.Truncated || !utf8.ValidString(res.Stdout.Text) {
-			e.t.Errorf("truncated %v, valid UTF-8 %v", res.Stdout.Truncated, utf8.ValidString(res.Stdout.Text))
+			e.t.Errorf("truncation must cut on UTF-8 character boundaries: truncated %v, valid UTF-8 %v", res.Stdout.Truncated, utf8.ValidString(res.Stdout.Text))
 		}
 	}},
 	{"output/a spill stops at its cap and says so", func(e *env) {
@@ -80,10 +80,10 @@ var outputCases = []suiteCase{
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Count(5000), StdoutMaxBytes: 1000})
 		out := res.Stdout
 		if !out.SpillTruncated || out.TotalBytes != int64(len(want)) {
-			e.t.Errorf("spillTruncated %v total %d, want true and %d", out.SpillTruncated, out.TotalBytes, len(want))
+			e.t.Errorf("a spill must stop at spillCapBytes and set SpillTruncated, TotalBytes still counting the stream (%d): spillTruncated %v total %d", len(want), out.SpillTruncated, out.TotalBytes)
 		}
 		if got := readSpill(e, out.SpillPath); got != want[:5000] {
-			e.t.Errorf("the spill file holds %d bytes, want the stream's first 5000", len(got))
+			e.t.Errorf("a capped spill file must hold the stream's first spillCapBytes (5000); it holds %d bytes", len(got))
 		}
 	}},
 	{"output/background reads past the buffer are lossy; the spill keeps all", func(e *env) {
@@ -91,23 +91,23 @@ var outputCases = []suiteCase{
 		want := countOutput(10000)
 		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.Count(10000)}))
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
 		}
 		if _, err := p.Wait(e.ctx); err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
 		}
 		r, err := p.ReadOutput(e.ctx)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
 		}
 		if !r.Lossy || len(r.Delta) > 1000 || !strings.HasSuffix(r.Delta, "9999\n10000\n") {
-			e.t.Errorf("read %d bytes, lossy %v; want a lossy read of the last <= 1000 bytes", len(r.Delta), r.Lossy)
+			e.t.Errorf("a read past backgroundBufferBytes (1000) must be Lossy and give the last bytes within it: read %d bytes, lossy %v", len(r.Delta), r.Lossy)
 		}
 		if got := readSpill(e, r.StdoutSpillPath); got != want {
-			e.t.Errorf("the background spill holds %d bytes, want the whole %d-byte stream", len(got), len(want))
+			e.t.Errorf("a background process must spill its whole stream from the first byte: the spill holds %d bytes of the %d-byte stream", len(got), len(want))
 		}
 		if r2, _ := p.ReadOutput(e.ctx); r2.Lossy || r2.Delta != "" {
-			e.t.Errorf("a second read: %+v, want nothing and not lossy", r2)
+			e.t.Errorf("a read after a lossy one must return nothing, not Lossy again: %+v", r2)
 		}
 	}},
 }

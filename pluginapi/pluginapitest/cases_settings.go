@@ -28,10 +28,10 @@ var settingsCases = []suiteCase{
 		configure(e, `{"defaultTimeoutMs": 4321, "maxTimeoutMs": 9000, "defaultOutputBytes": 111, "killGraceMs": 250}`)
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0)})
 		if spec.TimeoutMs != 4321 || spec.StdoutMaxBytes != 111 || spec.KillGraceMs != 250 {
-			e.t.Errorf("spec %+v, want timeout 4321, output cap 111, grace 250", spec)
+			e.t.Errorf("Configure must apply defaultTimeoutMs (4321), defaultOutputBytes (111) and killGraceMs (250) to Resolve: %+v", spec)
 		}
 		if spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), TimeoutMs: 20_000}); spec.TimeoutMs != 9000 {
-			e.t.Errorf("a 20000 ms request resolved to %d, want the cap 9000", spec.TimeoutMs)
+			e.t.Errorf("maxTimeoutMs (9000) must cap a request: 20000 ms resolved to %d", spec.TimeoutMs)
 		}
 	}},
 	{"settings/an unknown key is refused by name", func(e *env) {
@@ -41,19 +41,19 @@ var settingsCases = []suiteCase{
 		}
 		err := c.Configure(e.ctx, []byte(`{"noSuchSetting": 1}`))
 		if !errors.Is(err, pluginapi.ErrInvalidSettings) || !strings.Contains(err.Error(), "noSuchSetting") {
-			e.t.Errorf("Configure with an unknown key: %v, want ErrInvalidSettings naming it", err)
+			e.t.Errorf("Configure must refuse an unknown key with ErrInvalidSettings naming it (noSuchSetting); got %v", err)
 		}
 	}},
 	{"settings/the credential allowlist lets a variable through", func(e *env) {
 		configure(e, `{"credentialAllowlist": ["`+inheritedCredential+`"]}`)
 		if got := printEnv(e, inheritedCredential, pluginapi.ExecRequest{}); got != inheritedEnv[inheritedCredential] {
-			e.t.Errorf("%s = %q, want it allowed through", inheritedCredential, got)
+			e.t.Errorf("credentialAllowlist must let a named inherited variable through the scrub: %s = %q", inheritedCredential, got)
 		}
 	}},
 	{"settings/scrubbing can be turned off", func(e *env) {
 		configure(e, `{"scrubCredentials": false}`)
 		if got := printEnv(e, inheritedCredential, pluginapi.ExecRequest{}); got != inheritedEnv[inheritedCredential] {
-			e.t.Errorf("%s = %q with the scrub off", inheritedCredential, got)
+			e.t.Errorf("scrubCredentials false must let inherited credentials through: %s = %q", inheritedCredential, got)
 		}
 	}},
 }

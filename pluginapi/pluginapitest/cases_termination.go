@@ -35,53 +35,53 @@ var terminationCases = []suiteCase{
 			e.t.Errorf("Run took %s: leftovers holding the output pipes must not hang it", took)
 		}
 		if res.TimedOut || exitCode(e.t, res) != 0 {
-			e.t.Errorf("result %+v, want a clean exit", res)
+			e.t.Errorf("a command that exits 0 leaving processes behind must settle with exit code 0, not timedOut: %+v", res)
 		}
 		pids := leftPIDs(e, res.Stdout.Text)
 		requirePIDsGone(e.t, pids...)
 		if res.LeftoversKilled != len(pids) {
-			e.t.Errorf("LeftoversKilled %d, want %d (in the group, setsid, double fork)", res.LeftoversKilled, len(pids))
+			e.t.Errorf("LeftoversKilled must count the processes killed after the shell exited (in its group, setsid, double fork): got %d, want %d", res.LeftoversKilled, len(pids))
 		}
 	}},
 	{"termination/a lone escaped descendant is found too", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Escape(1000)})
 		requirePIDsGone(e.t, firstLineProc(e.t, res.Stdout.Text))
 		if res.LeftoversKilled != 1 {
-			e.t.Errorf("LeftoversKilled %d, want 1", res.LeftoversKilled)
+			e.t.Errorf("LeftoversKilled must count a lone descendant that left the group, killed after the shell exited: got %d, want 1", res.LeftoversKilled)
 		}
 	}},
 	{"termination/a command that leaves nothing running reports no leftovers", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Exit(0)})
 		if res.LeftoversKilled != 0 {
-			e.t.Errorf("LeftoversKilled %d, want 0", res.LeftoversKilled)
+			e.t.Errorf("LeftoversKilled must be 0 when the command left nothing running; got %d", res.LeftoversKilled)
 		}
 	}},
 	{"termination/a timeout kills escaped descendants too", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000), TimeoutMs: 500})
 		if !res.TimedOut {
-			e.t.Errorf("result %+v, want timed out", res)
+			e.t.Errorf("a command still running at its timeout must settle as timedOut: %+v", res)
 		}
 		requirePIDsGone(e.t, leftPIDs(e, res.Stdout.Text)...)
 	}},
 	{"termination/kill of a background process kills escaped descendants", func(e *env) {
 		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000)}))
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
 		}
 		out := readUntil(e, p, "done")
 		if killed, err := p.Kill(e.ctx); err != nil || !killed {
-			e.t.Fatalf("Kill: %v %v", killed, err)
+			e.t.Fatalf("Kill of a running background process must kill it and report true; got %v, %v", killed, err)
 		}
 		requirePIDsGone(e.t, leftPIDs(e, out)...)
 	}},
 	{"termination/close kills what background processes left", func(e *env) {
 		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000)}))
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
 		}
 		out := readUntil(e, p, "done")
 		if err := e.x.Close(e.ctx); err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("Close must terminate what the executor runs and return no error: %v", err)
 		}
 		requirePIDsGone(e.t, leftPIDs(e, out)...)
 	}},
