@@ -38,17 +38,17 @@ var terminationCases = []suiteCase{
 			e.t.Errorf("a command that exits 0 leaving processes behind must settle with exit code 0, not timedOut: %+v", res)
 		}
 		pids := leftPIDs(e, res.Stdout.Text)
-		requirePIDsGone(e.t, pids...)
 		if res.LeftoversKilled != len(pids) {
 			e.t.Errorf("LeftoversKilled must count the processes killed after the shell exited (in its group, setsid, double fork): got %d, want %d", res.LeftoversKilled, len(pids))
 		}
+		requirePIDsGone(e.t, pids...)
 	}},
 	{"termination/a lone escaped descendant is found too", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Escape(1000)})
-		requirePIDsGone(e.t, firstLineProc(e.t, res.Stdout.Text))
 		if res.LeftoversKilled != 1 {
 			e.t.Errorf("LeftoversKilled must count a lone descendant that left the group, killed after the shell exited: got %d, want 1", res.LeftoversKilled)
 		}
+		requirePIDsGone(e.t, firstLineProc(e.t, res.Stdout.Text))
 	}},
 	{"termination/a command that leaves nothing running reports no leftovers", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Exit(0)})

@@ -1,0 +1,239 @@
+package pluginapitest_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+)
+
+// These tests run the suite over real executors built on localexec: one
+// that keeps the contract, served as a plugin by this test binary run
+// again; and, in a child run of this test binary, executors that break it,
+// to see the suite fail saying what the executor must do and leave nothing
+// running.
+
+const (
+	// serveVar, set, makes this test binary serve bashExecutor as a plugin.
+	serveVar = "PLUGINAPITEST_SELFTEST_SERVE"
+	// childVar names the broken setup a child run of this test binary
+	// puts under the suite.
+	childVar = "PLUGINAPITEST_SELFTEST_CHILD"
+	// markVar carries a value of the parent test's into everything a child
+	// run starts: what carries it after the child ended was left behind.
+	markVar = "PLUGINAPITEST_SELFTEST_MARK"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveVar) != "" {
+		localexec.ClaimAllChildren()
+		pluginapi.Serve(bashExecutor("bash", nil))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// bashExecutor is a localexec executor running commands as
+// `shell pre... bash -c COMMAND` (shell "bash" and no pre: plain bash).
+func bashExecutor(shell string, pre []string) pluginapi.ShellExecutor {
+	return localexec.New(localexec.Config{
+		Name:    "selftest",
+		Version: "0.0.1",
+		Shell:   shell,
+		Argv: func(command string) []string {
+			if shell == "bash" {
+				return []string{"-c", command}
+			}
+			return append(append([]string{}, pre...), "bash", "-c", command)
+		},
+		SettingsSchema: localexec.SettingsSchemaFor("shell (selftest)", ""),
+	})
+}
+
+// pluginCmd runs this test binary as a plugin serving bashExecutor.
+func pluginCmd() *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = []string{serveVar + "=1"}
+	return cmd
+}
+
+// The recipe of the package doc, Launch with Remote: every case passes
+// over a real plugin process, and none of the plugins outlives its case
+// (the suite's sweep fails a case whose plugin is still running).
+func TestConformanceOverALaunchedPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a plugin process per case")
+	}
+	pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+		return pluginapitest.Launch(t, pluginCmd())
+	}, pluginapitest.Options{Remote: true})
+}
+
+// Launch stops the plugin it started when the test ends.
+func TestLaunchStopsItsPluginWhenTheTestEnds(t *testing.T) {
+	var pluginPID int
+	t.Run("launch", func(t *testing.T) {
+		x := pluginapitest.Launch(t, pluginCmd())
+		ctx := context.Background()
+		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo $PPID"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pluginPID, _ = strconv.Atoi(strings.TrimSpace(res.Stdout.Text))
+		if pluginPID <= 1 || pluginPID == os.Getpid() || !alive(pluginPID) {
+			t.Fatalf("the command's parent %q is not a live plugin process", res.Stdout.Text)
+		}
+	})
+	if pluginPID == 0 {
+		return
+	}
+	if alive(pluginPID) {
+		_ = syscallKill(pluginPID)
+		t.Errorf("the plugin process %d outlived the test that launched it", pluginPID)
+	}
+}
+
+// An executor that strips its tag from the commands (so what they leave
+// outside their process group escapes it) fails the suite with messages
+// that say what it must do, and the processes it left are killed.
+func TestTheSuiteKillsWhatABrokenExecutorLeaves(t *testing.T) {
+	out := runChild(t, "untagged", `^TestBrokenUnderTheSuite$/^(termination|env)$/^(what_the_shell|commands_carry)`)
+	for _, want := range []string{
+		"--- FAIL: TestBrokenUnderTheSuite/termination/what_the_shell_leaves_running_is_killed_and_counted",
+		"--- FAIL: TestBrokenUnderTheSuite/env/commands_carry_the_executor's_tag",
+		"the suite killed them. An executor must kill every process a command started, also those that left its process group",
+		"LeftoversKilled must count the processes killed after the shell exited",
+		"commands must carry a DSH_EXEC_ID tag of the executor's own",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the child's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A Remote factory that launches a plugin and never stops it fails its
+// case, and the suite kills the plugin.
+func TestTheSuiteKillsAPluginItsFactoryLeftRunning(t *testing.T) {
+	out := runChild(t, "forgetful", `^TestBrokenUnderTheSuite$/^describe$`)
+	for _, want := range []string{
+		"--- FAIL: TestBrokenUnderTheSuite/describe/names_the_shell_service_and_namespace",
+		"processes outlived the case and the executor's Close; the suite killed them",
+		"a Remote factory must also stop the plugin process it launched",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the child's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBrokenUnderTheSuite is the child run: the suite over the broken
+// setup childVar names. It fails, as it should; it runs only as a child.
+func TestBrokenUnderTheSuite(t *testing.T) {
+	switch os.Getenv(childVar) {
+	case "untagged":
+		// The commands run under `env -u DSH_EXEC_ID`: what they start
+		// carries no tag, so the executor cannot find what left the group.
+		pluginapitest.Run(t, func(t *testing.T) pluginapi.ShellExecutor {
+			return bashExecutor("env", []string{"-u", pluginapi.ExecIDVar})
+		})
+	case "forgetful":
+		// The plugin is launched and never killed.
+		pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+			client := plugin.NewClient(&plugin.ClientConfig{
+				HandshakeConfig:  pluginapi.Handshake,
+				VersionedPlugins: pluginapi.PluginSets(),
+				Cmd:              pluginCmd(),
+				AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+				Logger:           hclog.NewNullLogger(),
+			})
+			rpc, err := client.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := rpc.Dispense(pluginapi.PluginName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw.(pluginapi.ShellExecutor)
+		}, pluginapitest.Options{Remote: true})
+	default:
+		t.Skip("runs only as the child of the tests that expect it to fail")
+	}
+}
+
+// runChild runs TestBrokenUnderTheSuite's cases matching run, in this test
+// binary run again with childVar set to setup; it fails unless the child
+// fails, and unless nothing the child started is alive once it ended. It
+// returns the child's output.
+func runChild(t *testing.T, setup, run string) string {
+	t.Helper()
+	mark := make([]byte, 8)
+	_, _ = rand.Read(mark)
+	kv := markVar + "=" + hex.EncodeToString(mark)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+run, "-test.v", "-test.count=1", "-test.timeout=100s")
+	cmd.Env = append(os.Environ(), childVar+"="+setup, kv)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Errorf("the suite passed a broken executor (%s):\n%s", setup, out)
+	}
+	if left := withEnv(kv); len(left) > 0 {
+		for _, pid := range left {
+			_ = syscallKill(pid)
+		}
+		t.Errorf("processes %v of the child run outlived it (now killed)", left)
+	}
+	return string(out)
+}
+
+// withEnv lists the live processes, other than this one, whose environment
+// holds kv.
+func withEnv(kv string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), []byte("\x00"+kv+"\x00")) && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// alive reports whether pid is a live process (not a zombie).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
+}
+
+// syscallKill SIGKILLs pid.
+func syscallKill(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
