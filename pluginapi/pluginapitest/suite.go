@@ -19,6 +19,16 @@
 //		pluginapitest.Run(t, func(t *testing.T) pluginapi.ShellExecutor { return myexec.New() })
 //	}
 //
+// and, to check the plugin binary itself over go-plugin (bin built from
+// the executor's main), with Launch, which stops the plugin when the case
+// ends:
+//
+//	func TestConformanceOverThePlugin(t *testing.T) {
+//		pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+//			return pluginapitest.Launch(t, exec.Command(bin))
+//		}, pluginapitest.Options{Remote: true})
+//	}
+//
 // It depends on pluginapi alone.
 package pluginapitest
 
@@ -39,7 +49,9 @@ type Options struct {
 	Commands Commands
 	// Remote says the factory's executor is already across a process
 	// boundary (a launched plugin binary): the suite uses it as it is
-	// instead of serving it over gRPC itself.
+	// instead of serving it over gRPC itself. The factory must stop the
+	// plugin process when the case ends (Launch does): one still running
+	// after its case fails the case and is killed.
 	Remote bool
 }
 
