@@ -71,19 +71,10 @@ func pluginCmd() *exec.Cmd {
 	return cmd
 }
 
-// The recipe of the package doc, Launch with Remote: every case passes
-// over a real plugin process, and none of the plugins outlives its case
-// (the suite's sweep fails a case whose plugin is still running).
-func TestConformanceOverALaunchedPlugin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a plugin process per case")
-	}
-	pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
-		return pluginapitest.Launch(t, pluginCmd())
-	}, pluginapitest.Options{Remote: true})
-}
-
-// Launch stops the plugin it started when the test ends.
+// Launch stops the plugin it started when the test ends. (The whole suite
+// over Launch, the Remote recipe, is examples/dash-exec's
+// TestConformanceOverThePlugin: there the plugin is a binary built without
+// the race detector, which makes a plugin start here cost a second.)
 func TestLaunchStopsItsPluginWhenTheTestEnds(t *testing.T) {
 	var pluginPID int
 	t.Run("launch", func(t *testing.T) {
