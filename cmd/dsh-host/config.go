@@ -19,14 +19,17 @@ import (
 // configCmd prints the effective configuration: `dsh-host config --dump`.
 func configCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host config", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var mf mountFlags
-	fs.Var(&mf.executors, "executor", "executor to mount (as for run)")
-	fs.StringVar(&mf.settings, "settings", "", "settings file (default: $DSH_SETTINGS)")
-	dump := fs.Bool("dump", false, "print the effective configuration and where each value came from")
-	if err := fs.Parse(args); err != nil || !*dump || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: dsh-host config --dump [--settings FILE] [--executor NAME|PATH]")
-		return exitUsage
+	mf.register(fs, "`NAME|PATH` of the executor, as for run")
+	dump := fs.Bool("dump", false, "print the effective configuration and where each value came from (required)")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q: config takes flags only", fs.Arg(0))
+	}
+	if !*dump {
+		return usageError("config needs --dump")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
 	defer cancel()

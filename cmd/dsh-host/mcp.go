@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,14 +28,14 @@ const (
 // `dsh-host mcp`. Logs go to stderr; stdout is the protocol's alone.
 func mcpCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host mcp", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var mf mountFlags
-	fs.Var(&mf.executors, "executor", "executor to mount (as for run; one)")
-	fs.StringVar(&mf.settings, "settings", "", "settings file (default: $DSH_SETTINGS)")
-	watch := fs.Bool("watch", false, "reload the executor when its binary changes")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: dsh-host mcp [--executor NAME|PATH] [--settings FILE] [--watch]")
-		return exitUsage
+	mf.register(fs, "`NAME|PATH` of the executor, as for run (one)")
+	watch := fs.Bool("watch", false, "reload the executor when its plugin binary changes (not for a built-in executor)")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q: mcp takes flags only", fs.Arg(0))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

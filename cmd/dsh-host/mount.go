@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,12 @@ type mountFlags struct {
 	// workdir is where commands run: run's --workdir; empty means the
 	// current directory.
 	workdir string
+}
+
+// register defines the flags on fs; executorHelp describes --executor.
+func (f *mountFlags) register(fs *flag.FlagSet, executorHelp string) {
+	fs.Var(&f.executors, "executor", executorHelp)
+	fs.StringVar(&f.settings, "settings", "", "the settings `FILE` (default: $DSH_SETTINGS)")
 }
 
 // settingsPath is --settings, or $DSH_SETTINGS.

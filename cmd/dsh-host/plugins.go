@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -36,11 +35,12 @@ func defaultPluginDir() string {
 // and sandbox mode.
 func pluginsCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host plugins", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dir := fs.String("plugin-dir", defaultPluginDir(), "directory of dsh-executor-NAME binaries")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: dsh-host plugins [--plugin-dir DIR]")
-		return exitUsage
+	dir := fs.String("plugin-dir", defaultPluginDir(), "`DIR` of dsh-executor-NAME binaries (default: $DSH_PLUGIN_DIR, else plugins/ beside dsh-host)")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q: plugins takes flags only", fs.Arg(0))
 	}
 	type row struct {
 		ex  host.Executor

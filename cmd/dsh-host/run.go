@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,32 +30,24 @@ const closeTimeout = 15 * time.Second
 
 func runCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var mf mountFlags
-	fs.Var(&mf.executors, "executor", "executor: built-in name, plugin binary path, or name in the plugin directory (repeatable; exactly one may provide the shell)")
-	fs.StringVar(&mf.settings, "settings", "", "settings file (default: $DSH_SETTINGS)")
-	fs.StringVar(&mf.spillDir, "spill-dir", "", "keep the full output of truncated streams in this directory")
-	timeout := fs.Duration("timeout", 0, "foreground timeout (default: the executor's, 120s)")
-	workdir := fs.String("workdir", "", "working directory (default: the current one)")
-	asJSON := fs.Bool("json", false, "print the run result as JSON")
-	sandbox := fs.String("sandbox", "", "sandbox mode for a sandboxing executor: read-only, workspace-write or danger-full-access (default: the executor's)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Print(usage)
-			return 0
-		}
-		fmt.Fprintf(os.Stderr, "dsh-host run: %v\n%s", err, usage)
-		return exitUsage
+	mf.register(fs, "`NAME|PATH` of the executor: a built-in name, a name in the plugin directory, or a plugin binary's path (repeatable; exactly one may provide the shell)")
+	fs.StringVar(&mf.spillDir, "spill-dir", "", "keep the full output of truncated streams in `DIR` (default: a private directory removed on exit)")
+	var timeout time.Duration
+	fs.Var(durationFlag{&timeout}, "timeout", "foreground timeout, a `DURATION` such as 30s or 2m (default: the executor's, 120s)")
+	workdir := fs.String("workdir", "", "`DIR` the command runs in (default: the current directory)")
+	asJSON := fs.Bool("json", false, "print the whole run result as JSON instead of the output and the marker")
+	sandbox := fs.String("sandbox", "", "the sandbox `MODE` of a sandboxing executor: read-only, workspace-write or danger-full-access (default: the executor's)")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
 	}
 	mf.workdir = *workdir
 	command := strings.Join(fs.Args(), " ")
 	if strings.TrimSpace(command) == "" {
-		fmt.Fprintf(os.Stderr, "dsh-host run: no command given\n%s", usage)
-		return exitUsage
+		return usageError("no command given")
 	}
-	if *timeout < 0 || (*timeout > 0 && *timeout < time.Millisecond) {
-		fmt.Fprintf(os.Stderr, "dsh-host run: --timeout %s is not a positive duration of at least 1ms\n", *timeout)
-		return exitUsage
+	if timeout < 0 || (timeout > 0 && timeout < time.Millisecond) {
+		return usageError("--timeout %s: not a positive duration of at least 1ms", timeout)
 	}
 	// SIGINT and SIGTERM abort the command; the result still settles.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -196,10 +187,10 @@ func exitStatus(res pluginapi.RunResult) int {
 // cannot reports a failure and returns its exit status: 2 for the user's
 // mistake, 125 for the infrastructure's.
 func cannot(err error) int {
-	fmt.Fprintf(os.Stderr, "%s: %v\n", commandName, cliError(err))
 	if errors.Is(err, errUsage) {
-		return exitUsage
+		return usageError("%s", cliError(err))
 	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", commandName, cliError(err))
 	return exitCannot
 }
 

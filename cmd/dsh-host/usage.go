@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// overview is what `dsh-host help` prints: the commands, one line each.
+const overview = `usage: dsh-host COMMAND [FLAGS]
+
+commands:
+  run      run a command through an executor plugin and print its output
+  mcp      serve the bash tool and the job tools to an MCP client on stdio
+  plugins  list the executors this dsh-host can mount, and the copy each name selects
+  config   print the effective configuration (config --dump)
+
+Run 'dsh-host help COMMAND' (or 'dsh-host COMMAND --help') for a command's flags.
+`
+
+// trustNote ends the help of each command that mounts an executor.
+const trustNote = `A plugin binary that a command or another user could replace (beneath the
+workdir or a sandbox writable root, or where a directory on its path is
+writable by others) is refused, at mount and at each reload, unless
+host.checksums pins it.
+
+Settings (--settings FILE, or $DSH_SETTINGS) have the sections host
+(executor, pluginDir, checksums), shell (checked against the executor's
+schema), sandbox and approval.`
+
+// commandHelp is what `dsh-host help CMD` says besides the flags.
+type commandHelp struct {
+	synopsis string // after "usage: dsh-host "
+	about    string
+}
+
+var helps = map[string]commandHelp{
+	"run": {"run [FLAGS] -- COMMAND", `Runs COMMAND with the executor's shell (bash -c for bash-local) in an
+executor plugin and prints its output as it comes, then the exit marker.
+Exits with the command's status, 124 when it timed out, 128+N when signal N
+killed it, 125 when it could not run, 2 on a usage error.
+
+` + trustNote},
+	"mcp": {"mcp [FLAGS]", `Serves the bash tool and the job tools (job_output, job_kill, jobs) to an
+MCP client on stdio; logs go to stderr. SIGHUP reloads the executor.
+Exits 2 on a usage error, 125 when the executor cannot be mounted.
+
+` + trustNote},
+	"plugins": {"plugins [FLAGS]", `Lists the executors this dsh-host can mount, one row per name: the built-in
+ones and the dsh-executor-NAME binaries in the plugin directory, each
+launched once to ask its version and sandbox mode. A name selects the
+built-in executor first, then the plugin directory's binary; a copy that a
+name cannot select (shadowed) is noted below the table: give its path to
+--executor to run it.`},
+	"config": {"config --dump [FLAGS]", `Prints the effective configuration: the settings file, the mounted
+executor, every setting in force and where its value came from, and which
+inherited variables the executor scrubs (names only).`},
+}
+
+// printHelp writes the help of the command whose flags fs holds: its
+// synopsis, what it does, and every flag with its description.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	name := strings.TrimPrefix(fs.Name(), "dsh-host ")
+	h := helps[name]
+	fmt.Fprintf(w, "usage: dsh-host %s\n\n%s\n\nflags:\n", h.synopsis, h.about)
+	fs.VisitAll(func(f *flag.Flag) {
+		value, desc := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if value != "" {
+			fmt.Fprintf(w, " %s", value)
+		}
+		fmt.Fprintf(w, "\n      %s\n", desc)
+	})
+}

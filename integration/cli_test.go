@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The flags each command takes; its help must describe every one.
+var commandFlags = map[string][]string{
+	"run":     {"executor", "settings", "spill-dir", "timeout", "workdir", "json", "sandbox"},
+	"mcp":     {"executor", "settings", "watch"},
+	"plugins": {"plugin-dir"},
+	"config":  {"executor", "settings", "dump"},
+}
+
+// `help CMD`, `CMD -h` and `CMD --help` print that command's usage, every
+// flag with a description, on stdout, and exit 0.
+func TestCLIHelpPerCommand(t *testing.T) {
+	for cmd, flags := range commandFlags {
+		for _, args := range [][]string{{"help", cmd}, {cmd, "-h"}, {cmd, "--help"}} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				r := dsh(t, scenario(t), args...)
+				if r.code != 0 || r.stderr != "" {
+					t.Fatalf("exit %d, stderr %q; want 0 and nothing on stderr", r.code, r.stderr)
+				}
+				if !strings.HasPrefix(r.stdout, "usage: dsh-host "+cmd+" ") {
+					t.Errorf("stdout does not start with %s's usage:\n%s", cmd, r.stdout)
+				}
+				for _, f := range flags {
+					// The flag on a line of its own, its description on the next.
+					if !regexp.MustCompile(`(?m)^  --` + f + `( \S+)?\n {6}\S.{10,}$`).MatchString(r.stdout) {
+						t.Errorf("--%s is not described:\n%s", f, r.stdout)
+					}
+				}
+				for other := range commandFlags {
+					if other != cmd && strings.Contains(r.stdout, "usage: dsh-host "+other) {
+						t.Errorf("the help of %s shows %s's usage too:\n%s", cmd, other, r.stdout)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A usage error is one line saying what is wrong and a hint where the usage
+// is, on stderr, and exit 2, before any plugin starts.
+func TestCLIUsageErrorOneLineAndHint(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		says string // what the first line must contain
+	}{
+		"timeout without a unit": {[]string{"run", "--timeout", "5", "--", "true"}, "--timeout 5: a duration needs a unit, as in 5s"},
+		"timeout not a duration": {[]string{"run", "--timeout", "soon", "--", "true"}, "--timeout soon: not a duration"},
+		"unknown flag":           {[]string{"run", "--no-such-flag", "--", "true"}, "unknown flag --no-such-flag"},
+		"flag without value":     {[]string{"run", "--timeout"}, "--timeout needs a value"},
+		"no command":             {[]string{"run"}, "no command given"},
+		"mcp argument":           {[]string{"mcp", "extra"}, `unexpected argument "extra"`},
+		"plugins unknown flag":   {[]string{"plugins", "--bogus"}, "unknown flag --bogus"},
+		"config without dump":    {[]string{"config"}, "--dump"},
+		"unknown command":        {[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		"unknown executor":       {[]string{"run", "--executor", "no-such-executor", "--", "true"}, `executor "no-such-executor": not built in`},
+		"help unknown command":   {[]string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := dsh(t, scenario(t), c.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2", r.code)
+			}
+			l := lines(r.stderr)
+			if len(l) != 2 || !strings.Contains(l[0], c.says) || !regexp.MustCompile(`^Run 'dsh-host help( \w+)?' for`).MatchString(l[1]) {
+				t.Errorf("stderr %q, want one line saying %q and a hint naming the help", r.stderr, c.says)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+		})
+	}
+}
