@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -75,5 +76,19 @@ func TestCLIUsageErrorOneLineAndHint(t *testing.T) {
 				t.Errorf("stdout %q, want nothing", r.stdout)
 			}
 		})
+	}
+}
+
+// --executor with a path that is not there says no such file, with the path
+// as given, whole, even when it ends like a package prefix ("dsh-host").
+func TestCLIExecutorNoSuchFile(t *testing.T) {
+	for _, path := range []string{"/nonexistent", filepath.Join(t.TempDir(), "dsh-host"), "./no such/dsh-registry"} {
+		r := dsh(t, scenario(t), "run", "--executor", path, "--", "true")
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2", path, r.code)
+		}
+		if l := lines(r.stderr); len(l) != 2 || l[0] != "dsh-host run: executor "+path+": no such file" {
+			t.Errorf("%s: stderr %q, want the line %q and a hint", path, r.stderr, "dsh-host run: executor "+path+": no such file")
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,8 +179,8 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 		return host.BuiltinExecutor(name)
 	}
 	if strings.ContainsRune(name, os.PathSeparator) {
-		if fi, err := os.Stat(name); err != nil || fi.IsDir() {
-			return host.Executor{}, fmt.Errorf("executor %s: not a plugin binary", name)
+		if err := checkBinaryPath(name); err != nil {
+			return host.Executor{}, err
 		}
 		ex := host.Executor{Name: name, Path: name}
 		if want := pathChecksum(name, file); want != "" {
@@ -214,6 +215,26 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 		return host.Executor{}, err // a link out of the directory, say
 	}
 	return host.Executor{}, fmt.Errorf("executor %q: not built in (%s), not a path, not in %s", name, strings.Join(builtins.Names(), ", "), dir)
+}
+
+// checkBinaryPath says why the file at path, given to --executor, cannot be
+// a plugin binary: it does not exist, is a directory, or cannot be read;
+// the path as given, untouched.
+func checkBinaryPath(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("executor %s: no such file", path)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said once, as given
+		}
+		return fmt.Errorf("executor %s: %w", path, err)
+	case fi.IsDir():
+		return fmt.Errorf("executor %s: a directory, not a plugin binary", path)
+	}
+	return nil
 }
 
 // pathChecksum is the checksum the settings require of the plugin binary at

@@ -194,13 +194,25 @@ func cannot(err error) int {
 	return exitCannot
 }
 
-// cliError drops the package prefixes that mean nothing to a person.
+// cliError drops the package prefixes that mean nothing to a person. A
+// prefix goes only where it is a whole segment of the message, at its start
+// or after ": ": a path that merely ends in one ("/opt/dsh-host: ...") is
+// left as it is.
 func cliError(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"usage: ", "pluginapi: ", "host: settings: ", "host: ", "registry: "} {
-		msg = strings.ReplaceAll(msg, p, "")
+	segs := strings.Split(err.Error(), ": ")
+	kept := segs[:0]
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch {
+		case last:
+		case seg == "usage", seg == "pluginapi", seg == "host", seg == "registry":
+			continue
+		case seg == "settings" && i > 0 && segs[i-1] == "host":
+			continue
+		}
+		kept = append(kept, seg)
 	}
-	return msg
+	return strings.Join(kept, ": ")
 }
 
 // cliLogger logs nothing unless DSH_LOG_LEVEL names a level (trace, debug,
