@@ -92,3 +92,31 @@ func TestCLIExecutorNoSuchFile(t *testing.T) {
 		}
 	}
 }
+
+// --sandbox with a mode that is none, or with an executor that does not
+// sandbox, is a usage error: one line and a hint, exit 2, and (scenario)
+// the plugin it mounted to ask is gone.
+func TestCLISandboxUsageErrors(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		says string
+	}{
+		"bogus mode":               {[]string{"run", "--sandbox", "bogus", "--", "true"}, "--sandbox bogus: not a sandbox mode (read-only, workspace-write or danger-full-access)"},
+		"bogus mode, sandboxed":    {[]string{"run", "--executor", "bash-sandbox", "--sandbox", "bogus", "--", "true"}, "--sandbox bogus: not a sandbox mode"},
+		"not sandboxing":           {[]string{"run", "--executor", "bash-local", "--sandbox", "read-only", "--", "true"}, "--sandbox read-only: executor bash-local does not sandbox"},
+		"external, not sandboxing": {[]string{"run", "--executor", bins.plugin, "--sandbox", "workspace-write", "--", "true"}, "--sandbox workspace-write: executor bash-local does not sandbox"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := dsh(t, scenario(t), c.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2", r.code)
+			}
+			if l := lines(r.stderr); len(l) != 2 || !strings.Contains(l[0], c.says) || !strings.HasPrefix(l[1], "Run 'dsh-host help run'") {
+				t.Errorf("stderr %q, want one line saying %q and a hint", r.stderr, c.says)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing: the command must not run", r.stdout)
+			}
+		})
+	}
+}

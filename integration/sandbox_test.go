@@ -61,8 +61,8 @@ func TestRunSandboxModes(t *testing.T) {
 	if r := dsh(t, tag, "run", "--executor", "bash-sandbox", "--sandbox", "danger-full-access", "--workdir", ws, "--", "touch "+outside); r.code != 0 {
 		t.Errorf("danger-full-access: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := dsh(t, tag, "run", "--executor", "bash-sandbox", "--sandbox", "sideways", "--", "true"); r.code != 125 ||
-		!strings.Contains(r.stderr, `sandbox mode "sideways"`) {
+	if r := dsh(t, tag, "run", "--executor", "bash-sandbox", "--sandbox", "sideways", "--", "true"); r.code != 2 ||
+		!strings.Contains(r.stderr, "--sandbox sideways: not a sandbox mode") {
 		t.Errorf("a bad mode: exit %d\n%s", r.code, r.stderr)
 	}
 	settings := settingsFile(t, "sandbox:\n  defaultMode: read-only\n")

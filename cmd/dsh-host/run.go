@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +50,9 @@ func runCmd(args []string) int {
 	if timeout < 0 || (timeout > 0 && timeout < time.Millisecond) {
 		return usageError("--timeout %s: not a positive duration of at least 1ms", timeout)
 	}
+	if *sandbox != "" && !slices.Contains(sandboxModes, pluginapi.SandboxMode(*sandbox)) {
+		return usageError("--sandbox %s: not a sandbox mode (%s)", *sandbox, joinModes(sandboxModes))
+	}
 	// SIGINT and SIGTERM abort the command; the result still settles.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -67,6 +71,10 @@ func runCmd(args []string) int {
 		}
 	}()
 
+	if d := h.Description(); *sandbox != "" && d.SandboxMode == pluginapi.SandboxNone {
+		runErr = errUsage // said here; Close need not add to it
+		return usageError("--sandbox %s: executor %s does not sandbox (bash-sandbox does)", *sandbox, d.Name)
+	}
 	req := pluginapi.ExecRequest{Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds(),
 		SandboxMode: pluginapi.SandboxMode(*sandbox)}
 	var out *liveOutput
@@ -78,6 +86,9 @@ func runCmd(args []string) int {
 	res, err := pluginapi.RunRequest(ctx, h.Shell(), req, onOutput)
 	if err != nil {
 		runErr = err // one line says it; Close need not say it again
+		if errors.Is(err, pluginapi.ErrInvalidRequest) {
+			err = fmt.Errorf("%w: %w", errUsage, err) // the flags asked for what the executor refuses
+		}
 		return cannot(err)
 	}
 
@@ -104,6 +115,19 @@ func runCmd(args []string) int {
 		}
 	}
 	return exitStatus(res)
+}
+
+// sandboxModes are the modes --sandbox takes: the vocabulary of the
+// contract.
+var sandboxModes = []pluginapi.SandboxMode{pluginapi.SandboxReadOnly, pluginapi.SandboxWorkspaceWrite, pluginapi.SandboxDangerFullAccess}
+
+// joinModes lists modes for a person: "a, b or c".
+func joinModes(modes []pluginapi.SandboxMode) string {
+	s := make([]string, len(modes))
+	for i, m := range modes {
+		s[i] = string(m)
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // executorList collects repeated --executor flags.
