@@ -67,6 +67,10 @@ const (
 // BashTool is the model-facing bash tool over a mounted executor: its input
 // schema and its rendering contract, the same for MCP and for a Go host.
 type BashTool struct {
+	// Workdir, when set, is where every command runs (an absolute path);
+	// empty means the executor's default, its own working directory.
+	Workdir string
+
 	shell   pluginapi.ShellExecutor
 	jobs    *Jobs
 	sandbox pluginapi.SandboxMode
@@ -158,7 +162,7 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	default:
 		return "", fmt.Errorf("%w: sandbox_permissions %q is neither %q nor %q", ErrToolInput, in.SandboxPermissions, UseDefault, RequireEscalated)
 	}
-	req := pluginapi.ExecRequest{Command: in.Command, TimeoutMs: in.TimeoutMs}
+	req := pluginapi.ExecRequest{Command: in.Command, TimeoutMs: in.TimeoutMs, Workdir: t.Workdir}
 	if in.SandboxPermissions == RequireEscalated {
 		err := t.policy.approve(ctx, opts.Approver, EscalationRequest{
 			Owner: owner, Command: in.Command, Description: in.Description, Justification: in.Justification,

@@ -9,10 +9,10 @@ import (
 
 // The flags each command takes; its help must describe every one.
 var commandFlags = map[string][]string{
-	"run":     {"executor", "settings", "spill-dir", "timeout", "workdir", "json", "sandbox"},
-	"mcp":     {"executor", "settings", "watch"},
+	"run":     {"executor", "settings", "plugin-dir", "spill-dir", "timeout", "workdir", "json", "sandbox"},
+	"mcp":     {"executor", "settings", "plugin-dir", "workdir", "watch"},
 	"plugins": {"plugin-dir"},
-	"config":  {"executor", "settings", "dump"},
+	"config":  {"executor", "settings", "plugin-dir", "dump"},
 }
 
 // `help CMD`, `CMD -h` and `CMD --help` print that command's usage, every

@@ -59,21 +59,19 @@ func configCmd(args []string) int {
 		}
 		return fallback
 	}
-	executor, pluginDir := defaultExecutor, defaultPluginDir()
+	executor := defaultExecutor
 	if len(mf.executors) > 0 {
 		executor = mf.executors.String()
 	} else if file != nil && len(file.Host.Executor) > 0 {
 		executor = strings.Join(file.Host.Executor, ",")
-	}
-	if file != nil && file.Host.PluginDir != "" {
-		pluginDir = file.Host.PluginDir
 	}
 	execFrom := origin("host", "executor", "default")
 	if len(mf.executors) > 0 {
 		execFrom = "--executor"
 	}
 	fmt.Fprintf(w, "host.executor\t%s\t%s\n", executor, execFrom)
-	fmt.Fprintf(w, "host.pluginDir\t%s\t%s\n", pluginDir, origin("host", "pluginDir", "default"))
+	pd := choosePluginDir(mf.pluginDir, file)
+	fmt.Fprintf(w, "host.pluginDir\t%s\t%s\n", pd.dir, pd.from)
 	if file != nil {
 		names := make([]string, 0, len(file.Host.Checksums))
 		for n := range file.Host.Checksums {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // mcpOwner owns the jobs of the one client of a stdio server.
@@ -30,12 +34,20 @@ func mcpCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host mcp", flag.ContinueOnError)
 	var mf mountFlags
 	mf.register(fs, "`NAME|PATH` of the executor, as for run (one)")
+	workdir := fs.String("workdir", "", "the `DIR` every command runs in (default: the server's working directory); it must exist")
 	watch := fs.Bool("watch", false, "reload the executor when its plugin binary changes (not for a built-in executor)")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q: mcp takes flags only", fs.Arg(0))
+	}
+	if *workdir != "" {
+		abs, err := usableWorkdir(*workdir)
+		if err != nil {
+			return cannot(err)
+		}
+		mf.workdir = abs
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -69,6 +81,7 @@ func mcpCmd(args []string) int {
 	if err != nil {
 		return cannot(err)
 	}
+	tool.Workdir = mf.workdir
 
 	go r.ReloadOnSignal(ctx, syscall.SIGHUP)
 	if *watch {
@@ -96,6 +109,29 @@ func mcpCmd(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// usableWorkdir is dir made absolute, or why commands cannot run in it:
+// the error the executor gives for run --workdir, said once at the start.
+func usableWorkdir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", pluginapi.ErrUnusableWorkdir, dir, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%w: %s: no such directory", pluginapi.ErrUnusableWorkdir, dir)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("%w: %s: %w", pluginapi.ErrUnusableWorkdir, dir, err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("%w: %s is not a directory", pluginapi.ErrUnusableWorkdir, dir)
+	}
+	return abs, nil
 }
 
 // startRuntime mounts the executor of mf in a Runtime and applies the

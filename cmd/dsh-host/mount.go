@@ -24,6 +24,7 @@ var errUsage = errors.New("usage")
 type mountFlags struct {
 	executors executorList
 	settings  string
+	pluginDir string // --plugin-dir
 	spillDir  string
 	// workdir is where commands run: run's --workdir; empty means the
 	// current directory.
@@ -34,6 +35,7 @@ type mountFlags struct {
 func (f *mountFlags) register(fs *flag.FlagSet, executorHelp string) {
 	fs.Var(&f.executors, "executor", executorHelp)
 	fs.StringVar(&f.settings, "settings", "", "the settings `FILE` (default: $DSH_SETTINGS)")
+	fs.StringVar(&f.pluginDir, "plugin-dir", "", "the `DIR` of dsh-executor-NAME binaries that executor names are looked up in (default: the settings' host.pluginDir, else $DSH_PLUGIN_DIR, else plugins/ beside dsh-host); it must exist")
 }
 
 // settingsPath is --settings, or $DSH_SETTINGS.
@@ -120,6 +122,10 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 			return nil, nil, err
 		}
 	}
+	dir := choosePluginDir(f.pluginDir, file)
+	if err := dir.check(); err != nil {
+		return nil, nil, err
+	}
 	names := f.executors
 	if len(names) == 0 && file != nil {
 		names = executorList(file.Host.Executor)
@@ -129,7 +135,7 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 	}
 	var execs []host.Executor
 	for _, name := range names {
-		ex, err := resolveExecutor(name, file)
+		ex, err := resolveExecutor(name, dir.dir, file)
 		if errors.Is(err, host.ErrSettings) || errors.Is(err, registry.ErrChecksumMismatch) {
 			return nil, nil, err // the file's or the binary's fault, not the command line's
 		}
@@ -138,11 +144,7 @@ func (f *mountFlags) load() (*host.SettingsFile, []host.Executor, error) {
 		}
 		execs = append(execs, ex)
 	}
-	dir := defaultPluginDir()
-	if file != nil && file.Host.PluginDir != "" {
-		dir = file.Host.PluginDir
-	}
-	if err := checkPinsApply(file, execs, dir); err != nil {
+	if err := checkPinsApply(file, execs, dir.dir); err != nil {
 		return nil, nil, err
 	}
 	return file, execs, nil
@@ -160,7 +162,7 @@ func (f *mountFlags) resolveAgain(name string) (host.Executor, error) {
 			return host.Executor{}, err
 		}
 	}
-	return resolveExecutor(name, file)
+	return resolveExecutor(name, choosePluginDir(f.pluginDir, file).dir, file)
 }
 
 // resolveExecutor reads an executor's name: a built-in one, a path to a
@@ -168,7 +170,7 @@ func (f *mountFlags) resolveAgain(name string) (host.Executor, error) {
 // the settings' checksum for it, when there is one (for a path: see
 // pathChecksum). A checksum pins the binary: the host checks it at every
 // launch, and runs the binary even where others could replace it.
-func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error) {
+func resolveExecutor(name, dir string, file *host.SettingsFile) (host.Executor, error) {
 	if builtins.Has(name) {
 		if file != nil && file.Host.Checksums[name] != "" {
 			// The pin was meant for a binary, and would silently pin
@@ -191,12 +193,8 @@ func resolveExecutor(name string, file *host.SettingsFile) (host.Executor, error
 		}
 		return ex, nil
 	}
-	dir := defaultPluginDir()
 	var want string
 	if file != nil {
-		if file.Host.PluginDir != "" {
-			dir = file.Host.PluginDir
-		}
 		want = file.Host.Checksums[name]
 	}
 	catalog, err := registry.Discover(dir)

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -17,31 +16,23 @@ import (
 // describeTimeout bounds launching one executor to ask what it is.
 const describeTimeout = 15 * time.Second
 
-// defaultPluginDir is where `make build` puts plugin binaries: plugins/
-// beside the dsh-host binary.
-func defaultPluginDir() string {
-	if dir := os.Getenv("DSH_PLUGIN_DIR"); dir != "" {
-		return dir
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return "plugins"
-	}
-	return filepath.Join(filepath.Dir(self), "plugins")
-}
-
 // pluginsCmd lists the executors this dsh-host can mount: the built-in ones
 // and those in the plugin directory, each launched once to ask its version
 // and sandbox mode.
 func pluginsCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host plugins", flag.ContinueOnError)
-	dir := fs.String("plugin-dir", defaultPluginDir(), "`DIR` of dsh-executor-NAME binaries (default: $DSH_PLUGIN_DIR, else plugins/ beside dsh-host)")
+	dirFlag := fs.String("plugin-dir", "", "the `DIR` of dsh-executor-NAME binaries to list (default: $DSH_PLUGIN_DIR, else plugins/ beside dsh-host); it must exist")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q: plugins takes flags only", fs.Arg(0))
 	}
+	pd := choosePluginDir(*dirFlag, nil)
+	if err := pd.check(); err != nil {
+		return cannot(err)
+	}
+	dir := &pd.dir
 	type row struct {
 		ex  host.Executor
 		sum string
