@@ -9,27 +9,35 @@ import (
 )
 
 // pluginDirWith makes a plugin directory holding a copy of the standalone
-// bash-local plugin as dsh-executor-NAME (a copy: the host refuses a binary
-// with other hard links, and a link out of the directory).
-func pluginDirWith(t *testing.T, name string) string {
+// bash-local plugin as dsh-executor-NAME for each name (copies: the host
+// refuses a binary with other hard links, and a link out of the directory).
+func pluginDirWith(t *testing.T, names ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	src, err := os.Open(bins.plugin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(filepath.Join(dir, "dsh-executor-"+name), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
+	for _, name := range names {
+		copyFile(t, bins.plugin, filepath.Join(dir, "dsh-executor-"+name))
 	}
 	return dir
+}
+
+// copyFile copies the executable src to dst, a new file.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // run takes --plugin-dir: a name found only there runs; without the flag it
@@ -93,5 +101,42 @@ func TestMCPWorkdirAndPluginDir(t *testing.T) {
 	r := dsh(t, tag, "mcp", "--workdir", filepath.Join(work, "nope"))
 	if r.code != 125 || !strings.Contains(r.stderr, filepath.Join(work, "nope")+": no such directory") {
 		t.Errorf("mcp --workdir (missing): exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// plugins shows one row per name, with the copy the name selects; a copy of
+// the plugin directory that a built-in name shadows is noted, not listed as
+// a second row of that name.
+func TestCLIPluginsOneRowPerName(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(pluginDirWith(t, "bash-local", "extra"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := dsh(t, scenario(t), "plugins", "--plugin-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	table, notes, _ := strings.Cut(r.stdout, "\n\n")
+	rows := lines(table)
+	if len(rows) != 5 || !strings.HasPrefix(rows[0], "NAME ") || !strings.Contains(rows[0], " SELECTS ") {
+		t.Fatalf("table %q, want a header with SELECTS and one row for each of 4 names", table)
+	}
+	seen := map[string]string{}
+	for _, row := range rows[1:] {
+		name, _, _ := strings.Cut(row, " ")
+		if seen[name] != "" {
+			t.Errorf("two rows for %s:\n%s\n%s", name, seen[name], row)
+		}
+		seen[name] = row
+	}
+	if !strings.Contains(seen["bash-local"], bins.host+" (built in)") {
+		t.Errorf("bash-local row %q, want the built-in copy selected", seen["bash-local"])
+	}
+	if !strings.Contains(seen["extra"], filepath.Join(dir, "dsh-executor-extra")) {
+		t.Errorf("extra row %q, want the plugin directory's copy", seen["extra"])
+	}
+	want := "shadowed: bash-local " + filepath.Join(dir, "dsh-executor-bash-local") + " (sha256 "
+	if l := lines(notes); len(l) != 1 || !strings.HasPrefix(l[0], want) || !strings.Contains(l[0], "selects the built-in") {
+		t.Errorf("notes %q, want one line starting %q that says the name selects the built-in", notes, want)
 	}
 }

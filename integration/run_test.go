@@ -155,7 +155,8 @@ func TestRunRefusesTwoShells(t *testing.T) {
 }
 
 // dsh-host plugins lists the built-in executors and the plugin directory's,
-// each described by a real launch, and leaves nothing running.
+// each described by a real launch, and leaves nothing running; the plugin
+// directory's bash-local is shadowed by the built-in one of that name.
 func TestPluginsListsExecutors(t *testing.T) {
 	tag := scenario(t)
 	r := dsh(t, tag, "plugins", "--plugin-dir", bins.dir)
@@ -164,16 +165,16 @@ func TestPluginsListsExecutors(t *testing.T) {
 	}
 	out := lines(r.stdout)
 	builtins := []string{"bash-local .* none .*\\(built in\\)", "bash-sandbox .* workspace-write .*\\(built in\\)", "pwsh-local .* none .*\\(built in\\)"}
-	if len(out) != 2+len(builtins) || !strings.HasPrefix(out[0], "NAME") {
-		t.Fatalf("output %q, want a header, %d built-in executors and one plugin", r.stdout, len(builtins))
+	if len(out) != 3+len(builtins) || !strings.HasPrefix(out[0], "NAME") {
+		t.Fatalf("output %q, want a header, %d built-in executors, and a note on the shadowed plugin", r.stdout, len(builtins))
 	}
 	for i, want := range builtins {
 		if !regexp.MustCompile(want).MatchString(out[1+i]) || !strings.Contains(out[1+i], "0.1.0") {
 			t.Errorf("built-in row %q, want %s", out[1+i], want)
 		}
 	}
-	if last := out[len(out)-1]; !strings.Contains(last, bins.plugin) || !strings.Contains(last, "none") {
-		t.Errorf("plugin directory row %q", last)
+	if last := out[len(out)-1]; !strings.HasPrefix(last, "shadowed: bash-local "+bins.plugin+" ") {
+		t.Errorf("plugin directory note %q", last)
 	}
 }
 

@@ -16,9 +16,10 @@ import (
 // describeTimeout bounds launching one executor to ask what it is.
 const describeTimeout = 15 * time.Second
 
-// pluginsCmd lists the executors this dsh-host can mount: the built-in ones
-// and those in the plugin directory, each launched once to ask its version
-// and sandbox mode.
+// pluginsCmd lists the executors this dsh-host can mount, one row per name:
+// the copy the name selects (the built-in executor, else the plugin
+// directory's binary), launched once to ask its version and sandbox mode.
+// A copy the name cannot select is noted below the table.
 func pluginsCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host plugins", flag.ContinueOnError)
 	dirFlag := fs.String("plugin-dir", "", "the `DIR` of dsh-executor-NAME binaries to list (default: $DSH_PLUGIN_DIR, else plugins/ beside dsh-host); it must exist")
@@ -32,48 +33,72 @@ func pluginsCmd(args []string) int {
 	if err := pd.check(); err != nil {
 		return cannot(err)
 	}
-	dir := &pd.dir
-	type row struct {
-		ex  host.Executor
-		sum string
-	}
-	var rows []row
-	for _, name := range builtins.Names() {
-		ex, err := host.BuiltinExecutor(name)
-		if err != nil {
-			return cannot(err)
-		}
-		sum, err := registry.FileSHA256(ex.Path)
-		if err != nil {
-			return cannot(err)
-		}
-		rows = append(rows, row{ex, sum})
-	}
-	if _, err := os.Stat(*dir); err == nil {
-		catalog, err := registry.Discover(*dir)
-		if err != nil {
-			return cannot(err)
-		}
-		for _, e := range catalog.Entries() {
-			rows = append(rows, row{host.Executor{Name: e.Name, Path: e.Path}, e.SHA256})
-		}
+	selected, shadowed, err := listExecutors(pd)
+	if err != nil {
+		return cannot(err)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tVERSION\tSANDBOX\tPATH\tSHA256")
+	fmt.Fprintln(w, "NAME\tVERSION\tSANDBOX\tSELECTS\tSHA256")
 	status := 0
-	for _, r := range rows {
-		version, sandbox := describe(r.ex)
+	for _, c := range selected {
+		version, sandbox := describe(c.ex)
 		if version == "" {
 			status = exitCannot
 		}
-		path := r.ex.Path
-		if r.ex.Builtin {
+		path := c.ex.Path
+		if c.ex.Builtin {
 			path += " (built in)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ex.Name, orDash(version), orDash(sandbox), path, r.sum)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.ex.Name, orDash(version), orDash(sandbox), path, c.sum)
 	}
 	_ = w.Flush()
+	if len(shadowed) > 0 {
+		fmt.Println()
+	}
+	for _, c := range shadowed {
+		fmt.Printf("shadowed: %s %s (sha256 %s): the name selects the built-in executor; give this path to --executor to run it\n", c.ex.Name, c.ex.Path, c.sum)
+	}
 	return status
+}
+
+// executorCopy is one executor a name could mean: a built-in one, or a
+// binary of the plugin directory.
+type executorCopy struct {
+	ex  host.Executor
+	sum string
+}
+
+// listExecutors finds the executors by name, as --executor NAME looks them
+// up: each name's selected copy (built-in names first, then the plugin
+// directory's, by name) and the copies their names cannot reach.
+func listExecutors(pd pluginDir) (selected, shadowed []executorCopy, err error) {
+	for _, name := range builtins.Names() {
+		ex, err := host.BuiltinExecutor(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		sum, err := registry.FileSHA256(ex.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		selected = append(selected, executorCopy{ex, sum})
+	}
+	if _, err := os.Stat(pd.dir); err != nil && !pd.given() {
+		return selected, nil, nil // no plugin directory beside dsh-host
+	}
+	catalog, err := registry.Discover(pd.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range catalog.Entries() {
+		c := executorCopy{host.Executor{Name: e.Name, Path: e.Path}, e.SHA256}
+		if builtins.Has(e.Name) {
+			shadowed = append(shadowed, c)
+		} else {
+			selected = append(selected, c)
+		}
+	}
+	return selected, shadowed, nil
 }
 
 // describe launches ex to ask its version and sandbox mode; it answers
