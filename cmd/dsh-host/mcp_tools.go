@@ -125,7 +125,7 @@ func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		}
 		if b.Len() > 0 || info.State != host.JobRunning || !time.Now().Before(deadline) {
 			if lossy {
-				b.WriteString("\n[some output was dropped between reads; the full output is in " + spill[0] + " and " + spill[1] + "]")
+				b.WriteString("\n" + droppedNote(spill))
 			}
 			fmt.Fprintf(&b, "\n[job %s: %s]", info.ID, describeEnd(info))
 			if info.Unread {
@@ -174,6 +174,21 @@ func (t *mcpTools) list(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 }
 
 // describeEnd says where a job is: running, or how it ended.
+// droppedNote says that output was dropped between reads, and names the
+// spill files that hold it in full: only those there are.
+func droppedNote(spill [2]string) string {
+	var paths []string
+	for _, p := range spill {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return "[some output was dropped between reads; no spill file holds it]"
+	}
+	return "[some output was dropped between reads; the full output is in " + strings.Join(paths, " and ") + "]"
+}
+
 func describeEnd(j host.JobInfo) string {
 	switch {
 	case j.State == host.JobRunning:

@@ -40,3 +40,20 @@ func TestUnknownLogLevelIsSaid(t *testing.T) {
 		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
 }
+
+// The note on output dropped between reads names the spill files there
+// are, and never an empty path.
+func TestDroppedNoteNamesOnlyRealPaths(t *testing.T) {
+	for _, tc := range []struct {
+		spill [2]string
+		want  string
+	}{
+		{[2]string{"/s/out", "/s/err"}, "[some output was dropped between reads; the full output is in /s/out and /s/err]"},
+		{[2]string{"/s/out", ""}, "[some output was dropped between reads; the full output is in /s/out]"},
+		{[2]string{"", ""}, "[some output was dropped between reads; no spill file holds it]"},
+	} {
+		if got := droppedNote(tc.spill); got != tc.want {
+			t.Errorf("droppedNote(%q) = %q, want %q", tc.spill, got, tc.want)
+		}
+	}
+}
