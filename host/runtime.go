@@ -88,11 +88,13 @@ type generation struct {
 	// dead is closed once a plugin that died on its own has been cleaned up
 	// after: what it left is killed.
 	dead chan struct{}
+	// succeeded is closed once a later generation is current.
+	succeeded chan struct{}
 }
 
 func newGeneration(n int, h *Host) *generation {
 	return &generation{n: n, host: h, runs: map[int]context.CancelCauseFunc{},
-		retired: make(chan struct{}), dead: make(chan struct{})}
+		retired: make(chan struct{}), dead: make(chan struct{}), succeeded: make(chan struct{})}
 }
 
 // ErrClosed: the runtime was closed.
@@ -182,6 +184,38 @@ func (r *Runtime) current() *generation {
 	return r.cur
 }
 
+// replaceWait bounds how long a call waits for a dead plugin's successor.
+const replaceWait = 30 * time.Second
+
+// awaitLive waits, before a call, while the current plugin has died and
+// its successor is being started (see recover): the call then goes to the
+// successor rather than failing on the dead one. It gives up when ctx is
+// done, the runtime closes, or replaceWait passed: the call then fails as
+// it would have.
+func (r *Runtime) awaitLive(ctx context.Context) {
+	var timeout <-chan time.Time
+	for {
+		g := r.current()
+		if !g.host.Exited() {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(replaceWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-g.succeeded:
+		case <-ctx.Done():
+			return
+		case <-r.stopping:
+			return
+		case <-timeout:
+			return
+		}
+	}
+}
+
 // Shell is the mounted executor: each call goes to the executor mounted
 // when it is made.
 func (r *Runtime) Shell() pluginapi.ShellExecutor { return r.shell }
@@ -230,6 +264,7 @@ func (r *Runtime) Reload(ctx context.Context) error {
 	r.cur = newGeneration(old.n+1, h)
 	r.gens[r.cur.n] = r.cur
 	r.mu.Unlock()
+	close(old.succeeded)
 	r.opts.Executor = opts.Executor // restarts launch it (under r.reload)
 	r.watch(r.cur)
 	if l := r.opts.Logger; l != nil {
@@ -408,6 +443,7 @@ func (r *Runtime) recover(g *generation) {
 			r.cur = newGeneration(g.n+1, h)
 			r.gens[r.cur.n] = r.cur
 			r.mu.Unlock()
+			close(g.succeeded)
 			r.watch(r.cur)
 			return
 		}
@@ -456,10 +492,12 @@ var (
 )
 
 func (s *routedShell) Describe(ctx context.Context) (pluginapi.Description, error) {
+	s.r.awaitLive(ctx)
 	return s.r.current().host.Shell().Describe(ctx)
 }
 
 func (s *routedShell) Resolve(ctx context.Context, req pluginapi.ExecRequest) (pluginapi.ExecSpec, error) {
+	s.r.awaitLive(ctx)
 	return s.r.current().host.Shell().Resolve(ctx, req)
 }
 
@@ -468,6 +506,7 @@ func (s *routedShell) Run(ctx context.Context, spec pluginapi.ExecSpec) (plugina
 }
 
 func (s *routedShell) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
+	s.r.awaitLive(ctx)
 	g, ctx, done := s.r.enter(ctx)
 	defer done()
 	x := g.host.Shell()
@@ -478,12 +517,14 @@ func (s *routedShell) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOu
 }
 
 func (s *routedShell) RunRequest(ctx context.Context, req pluginapi.ExecRequest, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
+	s.r.awaitLive(ctx)
 	g, ctx, done := s.r.enter(ctx)
 	defer done()
 	return pluginapi.RunRequest(ctx, g.host.Shell(), req, onOutput)
 }
 
 func (s *routedShell) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {
+	s.r.awaitLive(ctx)
 	g, release := s.r.hold()
 	defer release()
 	return g.host.Shell().Start(ctx, spec)

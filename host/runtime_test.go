@@ -355,3 +355,54 @@ func TestRuntimeReplacesAPluginThatStopsAnswering(t *testing.T) {
 		t.Errorf("after the replacement: %+v %v", res, err)
 	}
 }
+
+// Calls made while a dead plugin is being replaced wait for its successor
+// (bounded) and are answered by it, rather than failing on the dead one.
+func TestCallsDuringARestartWaitForTheNewPlugin(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	_, oldPID := r.Generation()
+	if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Until go-plugin sees the death, a call may still pick the dead
+	// plugin; from then on, every call waits for the next one.
+	for deadline := time.Now().Add(10 * time.Second); !zombieOrGone(oldPID); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed plugin is still there")
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // go-plugin notices the exit
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: fmt.Sprintf("echo call %d", i)}, nil)
+			if err == nil && res.Stdout.Text != fmt.Sprintf("call %d\n", i) {
+				err = fmt.Errorf("call %d answered %q", i, res.Stdout.Text)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call made during the restart: %v", err)
+	}
+	if gen, pid := r.Generation(); gen < 2 || pid == oldPID {
+		t.Errorf("generation %d, plugin %d (old %d): not replaced", gen, pid, oldPID)
+	}
+}
+
+// zombieOrGone says whether pid has exited (reaped or not).
+func zombieOrGone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z")
+}
