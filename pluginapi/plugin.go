@@ -2,6 +2,7 @@ package pluginapi
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"os/signal"
 	"syscall"
@@ -88,6 +89,9 @@ func Serve(impl ShellExecutor) {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name: "executor", Output: os.Stderr, JSONFormat: true, Level: hclog.Info,
 	})
+	// First, before anything could start a process that inherits the
+	// descriptor.
+	tlsConfig, tlsErr := serverTLS()
 	life, stop := context.WithCancel(context.Background())
 	defer stop()
 	// When the host dies, the pipes to it break. A write to a broken stdout
@@ -141,8 +145,9 @@ func Serve(impl ShellExecutor) {
 		VersionedPlugins: map[int]plugin.PluginSet{
 			ProtocolVersion: {PluginName: &ShellPlugin{Impl: impl, Life: life}},
 		},
-		GRPCServer: plugin.DefaultGRPCServer,
-		Logger:     logger,
+		GRPCServer:  plugin.DefaultGRPCServer,
+		TLSProvider: func() (*tls.Config, error) { return tlsConfig, tlsErr },
+		Logger:      logger,
 	})
 	stop()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
