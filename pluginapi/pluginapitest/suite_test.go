@@ -103,13 +103,19 @@ func TestLaunchStopsItsPluginWhenTheTestEnds(t *testing.T) {
 // that say what it must do, and the processes it left are killed.
 func TestTheSuiteKillsWhatABrokenExecutorLeaves(t *testing.T) {
 	out := runChild(t, "untagged", `^TestBrokenUnderTheSuite$/^(termination|env)$/^(what_the_shell|commands_carry)`)
-	for _, want := range []string{
+	requireAll(t, out,
 		"--- FAIL: TestBrokenUnderTheSuite/termination/what_the_shell_leaves_running_is_killed_and_counted",
 		"--- FAIL: TestBrokenUnderTheSuite/env/commands_carry_the_executor's_tag",
 		"the suite killed them. An executor must kill every process a command started, also those that left its process group",
 		"LeftoversKilled must count the processes killed after the shell exited",
 		"commands must carry a DSH_EXEC_ID tag of the executor's own",
-	} {
+	)
+}
+
+// requireAll fails t unless the child's output holds each of wants.
+func requireAll(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("the child's output lacks %q:\n%s", want, out)
 		}
@@ -120,15 +126,11 @@ func TestTheSuiteKillsWhatABrokenExecutorLeaves(t *testing.T) {
 // case, and the suite kills the plugin.
 func TestTheSuiteKillsAPluginItsFactoryLeftRunning(t *testing.T) {
 	out := runChild(t, "forgetful", `^TestBrokenUnderTheSuite$/^describe$`)
-	for _, want := range []string{
+	requireAll(t, out,
 		"--- FAIL: TestBrokenUnderTheSuite/describe/names_the_shell_service_and_namespace",
 		"processes outlived the case and the executor's Close; the suite killed them",
 		"a Remote factory must also stop the plugin process it launched",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the child's output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 // TestBrokenUnderTheSuite is the child run: the suite over the broken
