@@ -214,7 +214,8 @@ func (c *grpcClient) Start(ctx context.Context, spec ExecSpec) (ShellProcess, er
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
-	p := &remoteProcess{c: c, id: resp.GetProcessId(), done: make(chan struct{})}
+	p := &remoteProcess{c: c, id: resp.GetProcessId(), done: make(chan struct{}),
+		spill: [2]string{resp.GetStdoutSpillPath(), resp.GetStderrSpillPath()}}
 	go p.watch(ctx)
 	return p, nil
 }
@@ -245,7 +246,11 @@ type remoteProcess struct {
 	id   string
 	done chan struct{}
 	exit ProcessExit
+	// spill names the spill files, as Start said ("" when it did not).
+	spill [2]string
 }
+
+var _ SpillNamer = (*remoteProcess)(nil)
 
 // killTimeout bounds the Kill sent when a Start's ctx is cancelled.
 const killTimeout = 30 * time.Second
@@ -298,11 +303,19 @@ func (p *remoteProcess) ReadOutput(ctx context.Context) (OutputRead, error) {
 	if err != nil {
 		return OutputRead{}, fromStatus(ctx, err)
 	}
-	return OutputRead{
+	r := OutputRead{
 		Delta: string(resp.GetDelta()), Lossy: resp.GetLossy(),
 		StdoutSpillPath: resp.GetStdoutSpillPath(), StderrSpillPath: resp.GetStderrSpillPath(),
-	}, nil
+	}
+	if e := resp.GetEnds(); e != nil {
+		r.Ends = &StreamEnds{Stdout: e.GetStdout(), Stderr: e.GetStderr()}
+	}
+	return r, nil
 }
+
+// SpillPaths names the spill files the plugin named when the process
+// started: "" for each it did not.
+func (p *remoteProcess) SpillPaths() (stdout, stderr string) { return p.spill[0], p.spill[1] }
 
 // Release forgets the finished process in the plugin.
 func (p *remoteProcess) Release(ctx context.Context) error {

@@ -92,6 +92,14 @@ type Releaser interface {
 	Release(ctx context.Context) error
 }
 
+// SpillNamer is implemented by a ShellProcess that names its spill files
+// from its start (before any read): the files that will hold its stdout and
+// stderr in full, or "" for a stream it does not spill. A host that loses
+// the executor before it read the process still knows where its output is.
+type SpillNamer interface {
+	SpillPaths() (stdout, stderr string)
+}
+
 // ShellProcess is a background process started by ShellExecutor.Start.
 type ShellProcess interface {
 	// ID names the process within its executor.

@@ -149,7 +149,11 @@ func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.Start
 		return nil, status.Errorf(codes.Internal, "pluginapi: executor reused process id %q", proc.ID())
 	}
 	s.procs[proc.ID()] = proc
-	return &pb.StartResponse{ProcessId: proc.ID()}, nil
+	resp := &pb.StartResponse{ProcessId: proc.ID()}
+	if sn, ok := proc.(SpillNamer); ok {
+		resp.StdoutSpillPath, resp.StderrSpillPath = sn.SpillPaths()
+	}
+	return resp, nil
 }
 
 func (s *grpcServer) process(id string) (ShellProcess, error) {
@@ -171,10 +175,14 @@ func (s *grpcServer) ReadOutput(ctx context.Context, req *pb.ReadOutputRequest) 
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.ReadOutputResponse{
+	resp := &pb.ReadOutputResponse{
 		Delta: []byte(r.Delta), Lossy: r.Lossy,
 		StdoutSpillPath: r.StdoutSpillPath, StderrSpillPath: r.StderrSpillPath,
-	}, nil
+	}
+	if r.Ends != nil {
+		resp.Ends = &pb.StreamEnds{Stdout: r.Ends.Stdout, Stderr: r.Ends.Stderr}
+	}
+	return resp, nil
 }
 
 func (s *grpcServer) Kill(ctx context.Context, req *pb.KillRequest) (*pb.KillResponse, error) {

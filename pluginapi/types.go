@@ -208,6 +208,19 @@ type OutputRead struct {
 	Lossy           bool   `json:"lossy"`
 	StdoutSpillPath string `json:"stdoutSpillPath,omitempty"`
 	StderrSpillPath string `json:"stderrSpillPath,omitempty"`
+	// Ends, when the executor says, is where in each stream this read's
+	// text ends: what the process wrote to the stream so far, less what is
+	// still unread. A reader that loses the executor (its plugin died)
+	// reads on in the spill files from there, without repeating or
+	// skipping a byte.
+	Ends *StreamEnds `json:"ends,omitempty"`
+}
+
+// StreamEnds are byte offsets in a process's stdout and stderr, counted
+// from each stream's start.
+type StreamEnds struct {
+	Stdout int64 `json:"stdout"`
+	Stderr int64 `json:"stderr"`
 }
 
 // StderrSectionHeader opens the stderr part of an OutputRead delta.

@@ -28,7 +28,10 @@ type process struct {
 	exit    pluginapi.ProcessExit
 }
 
-var _ pluginapi.ShellProcess = (*process)(nil)
+var (
+	_ pluginapi.ShellProcess = (*process)(nil)
+	_ pluginapi.SpillNamer   = (*process)(nil)
+)
 
 // Start begins spec in the background and returns at once. The process runs
 // until it exits, Kill, Close, or ctx is done; spec.TimeoutMs does not apply.
@@ -137,14 +140,15 @@ func (bp *process) Kill(ctx context.Context) (bool, error) {
 
 // ReadOutput returns the output since the previous read, up to the spec's
 // stdoutMaxBytes and stderrMaxBytes (the rest stays unread for the next
-// read): stdout, then stderr under a "[stderr]" header, and the spill files
-// that hold both streams in full. A read is lossy when the unread buffer
+// read): stdout, then stderr under a "[stderr]" header, the spill files
+// that hold both streams in full, and where in each stream the delta's text
+// ends (its offset in the spill file, for a reader that loses the executor). A read is lossy when the unread buffer
 // dropped bytes since the previous one; such a delta starts at a UTF-8
 // boundary. A delta never ends inside a UTF-8 character while more may
 // come: its bytes wait for the next read.
 func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error) {
-	out, outLost := bp.stdout.unread.take(bp.readMax[0])
-	errOut, errLost := bp.stderr.unread.take(bp.readMax[1])
+	out, outLost, outEnd := bp.stdout.unread.take(bp.readMax[0])
+	errOut, errLost, errEnd := bp.stderr.unread.take(bp.readMax[1])
 	if outLost {
 		out = trimIncompleteStart(out)
 	}
@@ -166,7 +170,14 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 		Lossy:           outLost || errLost,
 		StdoutSpillPath: bp.stdout.spill.path,
 		StderrSpillPath: bp.stderr.spill.path,
+		Ends:            &pluginapi.StreamEnds{Stdout: outEnd, Stderr: errEnd},
 	}, nil
+}
+
+// SpillPaths names the spill files of the process's streams, made when it
+// started ("" for one that could not be made).
+func (bp *process) SpillPaths() (stdout, stderr string) {
+	return bp.stdout.spill.path, bp.stderr.spill.path
 }
 
 // readLimit is what one read takes of a stream whose result cap is n

@@ -39,6 +39,9 @@ type unreadBuffer struct {
 	// ended says no more bytes will come: a character cut short at the
 	// end is then given as it is, not kept back for the rest.
 	ended bool
+	// written counts every byte written, kept or dropped: less n, it is
+	// where in the stream the bytes taken so far end.
+	written int64
 }
 
 func newUnreadBuffer(n int64) *unreadBuffer { return &unreadBuffer{max: int(max(n, 1))} }
@@ -50,6 +53,7 @@ func (b *unreadBuffer) Write(p []byte) (int, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.written += int64(n)
 	if len(p) > b.max {
 		// Only the last max bytes of p can stay: drop the rest, and
 		// everything older.
@@ -96,14 +100,14 @@ func (b *unreadBuffer) copyOut(dst []byte, k int) {
 }
 
 // take returns up to limit of the oldest unread bytes, marks them read, and
-// says whether bytes were dropped since the last take. It never ends inside
-// a UTF-8 character while more may come: the bytes of one cut short stay
-// unread, for the read that can give it whole.
-func (b *unreadBuffer) take(limit int) ([]byte, bool) {
+// says whether bytes were dropped since the last take, and where in the
+// stream the bytes taken end (the bytes written so far, less those still
+// unread). It never ends inside a UTF-8 character while more may come: the
+// bytes of one cut short stay unread, for the read that can give it whole.
+func (b *unreadBuffer) take(limit int) (out []byte, lost bool, end int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := min(b.n, limit)
-	var out []byte
 	if k > 0 {
 		out = make([]byte, k)
 		b.copyOut(out, k)
@@ -115,9 +119,9 @@ func (b *unreadBuffer) take(limit int) ([]byte, bool) {
 	if b.n == 0 {
 		b.r = 0
 	}
-	lost := b.lost
+	lost = b.lost
 	b.lost = false
-	return out, lost
+	return out, lost, b.written - int64(b.n)
 }
 
 // end says the stream has ended: nothing more will be written.

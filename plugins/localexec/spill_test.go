@@ -580,10 +580,13 @@ func TestUnreadBufferModel(t *testing.T) {
 				continue
 			}
 			limit := []int{1 << 30, max/2 + 1, 3}[step%3]
-			got, lost := b.take(limit)
+			got, lost, end := b.take(limit)
 			want := data[oldest:min(pos, oldest+limit)]
 			if !bytes.Equal(got, want) || lost != dropped {
 				t.Fatalf("max %d, step %d: took %d bytes, lost %v; want %d, %v", max, step, len(got), lost, len(want), dropped)
+			}
+			if wantEnd := int64(oldest + len(want)); end != wantEnd {
+				t.Fatalf("max %d, step %d: the take ends at %d, want %d", max, step, end, wantEnd)
 			}
 			oldest += len(want)
 			dropped = false
@@ -594,22 +597,22 @@ func TestUnreadBufferModel(t *testing.T) {
 func TestUnreadBufferLossy(t *testing.T) {
 	b := newUnreadBuffer(10)
 	_, _ = b.Write([]byte("0123456789"))
-	if got, lost := b.take(100); string(got) != "0123456789" || lost {
+	if got, lost, _ := b.take(100); string(got) != "0123456789" || lost {
 		t.Errorf("take %q %v, want all, not lost", got, lost)
 	}
 	_, _ = b.Write([]byte("abcdefgh"))
 	_, _ = b.Write([]byte("ijkl"))
-	if got, lost := b.take(4); string(got) != "cdef" || !lost {
+	if got, lost, _ := b.take(4); string(got) != "cdef" || !lost {
 		t.Errorf("take %q %v, want cdef, lost", got, lost)
 	}
-	if got, lost := b.take(100); string(got) != "ghijkl" || lost {
+	if got, lost, _ := b.take(100); string(got) != "ghijkl" || lost {
 		t.Errorf("take %q %v, want ghijkl, not lost", got, lost)
 	}
 	_, _ = b.Write([]byte("0123456789ABCDEF"))
-	if got, lost := b.take(100); string(got) != "6789ABCDEF" || !lost {
+	if got, lost, _ := b.take(100); string(got) != "6789ABCDEF" || !lost {
 		t.Errorf("take %q %v, want the last 10, lost", got, lost)
 	}
-	if got, lost := b.take(100); len(got) != 0 || lost {
+	if got, lost, _ := b.take(100); len(got) != 0 || lost {
 		t.Errorf("take %q %v, want nothing", got, lost)
 	}
 }
@@ -621,29 +624,29 @@ func TestUnreadBufferLossy(t *testing.T) {
 func TestUnreadBufferKeepsCharactersWhole(t *testing.T) {
 	b := newUnreadBuffer(1 << 10)
 	_, _ = b.Write([]byte("caf\xc3"))
-	if got, _ := b.take(100); string(got) != "caf" {
+	if got, _, _ := b.take(100); string(got) != "caf" {
 		t.Errorf("first read %q, want %q (the é's first byte waits)", got, "caf")
 	}
-	if got, _ := b.take(100); len(got) != 0 {
+	if got, _, _ := b.take(100); len(got) != 0 {
 		t.Errorf("a read of half a character gave %q", got)
 	}
 	_, _ = b.Write([]byte("\xa9 \xe6\x97\xa5"))
-	if got, _ := b.take(4); string(got) != "é " {
+	if got, _, _ := b.take(4); string(got) != "é " {
 		t.Errorf("a read limited to 4 bytes gave %q, want %q (日 does not fit whole)", got, "é ")
 	}
-	if got, _ := b.take(100); string(got) != "日" {
+	if got, _, _ := b.take(100); string(got) != "日" {
 		t.Errorf("then %q, want %q", got, "日")
 	}
 	_, _ = b.Write([]byte("\xff\xfe")) // not UTF-8: nothing to wait for
-	if got, _ := b.take(100); string(got) != "\xff\xfe" {
+	if got, _, _ := b.take(100); string(got) != "\xff\xfe" {
 		t.Errorf("bytes that are not UTF-8 read as %q", got)
 	}
 	_, _ = b.Write([]byte("end\xf0\x9f"))
-	if got, _ := b.take(100); string(got) != "end" {
+	if got, _, _ := b.take(100); string(got) != "end" {
 		t.Errorf("read %q before the end, want %q", got, "end")
 	}
 	b.end()
-	if got, _ := b.take(100); string(got) != "\xf0\x9f" {
+	if got, _, _ := b.take(100); string(got) != "\xf0\x9f" {
 		t.Errorf("after the end, the cut character reads %q, want its two bytes", got)
 	}
 }
@@ -718,5 +721,81 @@ func TestBackgroundReadIsCappedLikeAResult(t *testing.T) {
 	}
 	if want := wantOut.Len() / capBytes; reads != want {
 		t.Errorf("%d reads, want %d (%d bytes a stream, at most %d a read)", reads, want, wantOut.Len(), capBytes)
+	}
+}
+
+// Each read says where in each stream its text ends, exactly, whatever cut
+// it (the read's cap, a UTF-8 character kept whole, the newline put before
+// the [stderr] header): the ends count the bytes given so far, each
+// stream's text is the spill file's bytes between the previous end and
+// this one, and the last ends are the files' sizes. The spill files are
+// named from the start, before any read.
+func TestBackgroundReadEndsAreExact(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	ctx := context.Background()
+	const capBytes = 999 // odd: two-byte é cannot fill a read exactly
+	p := startCmd(t, e, pluginapi.ExecRequest{
+		// No newline at the end of stdout: each read that has stderr too
+		// puts one before the header.
+		Command:        `for i in $(seq 1 2000); do printf é; done; for i in $(seq 1 1500); do printf 'x日' >&2; done`,
+		StdoutMaxBytes: capBytes, StderrMaxBytes: capBytes,
+	})
+	sn, ok := p.(pluginapi.SpillNamer)
+	if !ok {
+		t.Fatal("a background process does not name its spill files")
+	}
+	outPath, errPath := sn.SpillPaths()
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	files := [2][]byte{}
+	for i, path := range []string{outPath, errPath} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("spill file named at start: %v", err)
+		}
+		files[i] = b
+	}
+	if len(files[0]) != 4000 || len(files[1]) != 6000 {
+		t.Fatalf("spill files hold %d and %d bytes, want 4000 and 6000", len(files[0]), len(files[1]))
+	}
+	var at [2]int64
+	for reads := 1; ; reads++ {
+		r, err := p.ReadOutput(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.StdoutSpillPath != outPath || r.StderrSpillPath != errPath {
+			t.Fatalf("read %d names %s and %s; Start named %s and %s", reads, r.StdoutSpillPath, r.StderrSpillPath, outPath, errPath)
+		}
+		if r.Ends == nil {
+			t.Fatalf("read %d does not say where it ends", reads)
+		}
+		ends := [2]int64{r.Ends.Stdout, r.Ends.Stderr}
+		if r.Delta == "" {
+			if ends != at {
+				t.Fatalf("an empty read ends at %v, after reads that ended at %v", ends, at)
+			}
+			break
+		}
+		o, errText, hasErr := strings.Cut(r.Delta, pluginapi.StderrSectionHeader)
+		if hasErr && o != "" && !strings.HasSuffix(string(files[0][at[0]:ends[0]]), "\n") {
+			o = strings.TrimSuffix(o, "\n") // the newline before the header
+		}
+		for i, text := range []string{o, errText} {
+			if ends[i] < at[i] || ends[i] > int64(len(files[i])) {
+				t.Fatalf("read %d: stream %d ends at %d, after %d, in a file of %d bytes", reads, i, ends[i], at[i], len(files[i]))
+			}
+			if want := string(files[i][at[i]:ends[i]]); text != want {
+				t.Fatalf("read %d: stream %d gave %d bytes, but its end moved from %d to %d", reads, i, len(text), at[i], ends[i])
+			}
+			if len(text) > capBytes {
+				t.Fatalf("read %d: %d bytes of stream %d, past the cap", reads, len(text), i)
+			}
+		}
+		at = ends
+	}
+	if at != [2]int64{4000, 6000} {
+		t.Errorf("the reads end at %v, want the whole streams (4000, 6000)", at)
 	}
 }

@@ -1234,10 +1234,15 @@ func (x *StartRequest) GetSpec() *ExecSpec {
 }
 
 type StartResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ProcessId     string                 `protobuf:"bytes,1,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ProcessId string                 `protobuf:"bytes,1,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	// The spill files that will hold the process's streams in full, when
+	// the executor keeps them (empty otherwise): known from the start, so a
+	// host that never read the process still knows where its output is.
+	StdoutSpillPath string `protobuf:"bytes,2,opt,name=stdout_spill_path,json=stdoutSpillPath,proto3" json:"stdout_spill_path,omitempty"`
+	StderrSpillPath string `protobuf:"bytes,3,opt,name=stderr_spill_path,json=stderrSpillPath,proto3" json:"stderr_spill_path,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StartResponse) Reset() {
@@ -1273,6 +1278,20 @@ func (*StartResponse) Descriptor() ([]byte, []int) {
 func (x *StartResponse) GetProcessId() string {
 	if x != nil {
 		return x.ProcessId
+	}
+	return ""
+}
+
+func (x *StartResponse) GetStdoutSpillPath() string {
+	if x != nil {
+		return x.StdoutSpillPath
+	}
+	return ""
+}
+
+func (x *StartResponse) GetStderrSpillPath() string {
+	if x != nil {
+		return x.StderrSpillPath
 	}
 	return ""
 }
@@ -1327,8 +1346,13 @@ type ReadOutputResponse struct {
 	Lossy           bool                   `protobuf:"varint,2,opt,name=lossy,proto3" json:"lossy,omitempty"`
 	StdoutSpillPath string                 `protobuf:"bytes,3,opt,name=stdout_spill_path,json=stdoutSpillPath,proto3" json:"stdout_spill_path,omitempty"`
 	StderrSpillPath string                 `protobuf:"bytes,4,opt,name=stderr_spill_path,json=stderrSpillPath,proto3" json:"stderr_spill_path,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Where in each stream this read's text ends, in bytes from the stream's
+	// start (what the process wrote to it so far, less what is still unread);
+	// absent when the executor does not say. A reader that loses the executor
+	// reads on in the spill files from there.
+	Ends          *StreamEnds `protobuf:"bytes,5,opt,name=ends,proto3" json:"ends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadOutputResponse) Reset() {
@@ -1389,6 +1413,66 @@ func (x *ReadOutputResponse) GetStderrSpillPath() string {
 	return ""
 }
 
+func (x *ReadOutputResponse) GetEnds() *StreamEnds {
+	if x != nil {
+		return x.Ends
+	}
+	return nil
+}
+
+// Byte offsets in a process's stdout and stderr.
+type StreamEnds struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stdout        int64                  `protobuf:"varint,1,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	Stderr        int64                  `protobuf:"varint,2,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamEnds) Reset() {
+	*x = StreamEnds{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamEnds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamEnds) ProtoMessage() {}
+
+func (x *StreamEnds) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamEnds.ProtoReflect.Descriptor instead.
+func (*StreamEnds) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StreamEnds) GetStdout() int64 {
+	if x != nil {
+		return x.Stdout
+	}
+	return 0
+}
+
+func (x *StreamEnds) GetStderr() int64 {
+	if x != nil {
+		return x.Stderr
+	}
+	return 0
+}
+
 type KillRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ProcessId     string                 `protobuf:"bytes,1,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
@@ -1399,7 +1483,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1495,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1508,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{18}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KillRequest) GetProcessId() string {
@@ -1451,7 +1535,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1547,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1560,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{19}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KillResponse) GetKilled() bool {
@@ -1495,7 +1579,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1591,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1604,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{20}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WaitRequest) GetProcessId() string {
@@ -1543,7 +1627,7 @@ type ProcessExit struct {
 
 func (x *ProcessExit) Reset() {
 	*x = ProcessExit{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1639,7 @@ func (x *ProcessExit) String() string {
 func (*ProcessExit) ProtoMessage() {}
 
 func (x *ProcessExit) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1652,7 @@ func (x *ProcessExit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessExit.ProtoReflect.Descriptor instead.
 func (*ProcessExit) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{21}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProcessExit) GetExitCode() int64 {
@@ -1615,7 +1699,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1711,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1724,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{22}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WaitResponse) GetExit() *ProcessExit {
@@ -1658,7 +1742,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1754,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1767,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{23}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{24}
 }
 
 type CloseResponse struct {
@@ -1694,7 +1778,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1790,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1803,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{24}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{25}
 }
 
 type ConfigureRequest struct {
@@ -1732,7 +1816,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1828,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1841,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{25}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ConfigureRequest) GetSettingsJson() []byte {
@@ -1775,7 +1859,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +1871,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +1884,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{27}
 }
 
 type ReleaseRequest struct {
@@ -1812,7 +1896,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1908,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1921,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{27}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReleaseRequest) GetProcessId() string {
@@ -1855,7 +1939,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1951,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1964,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{28}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{29}
 }
 
 var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
@@ -1994,18 +2078,25 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\n" +
 	"_exit_code\">\n" +
 	"\fStartRequest\x12.\n" +
-	"\x04spec\x18\x01 \x01(\v2\x1a.dsh.shellexec.v1.ExecSpecR\x04spec\".\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1a.dsh.shellexec.v1.ExecSpecR\x04spec\"\x86\x01\n" +
 	"\rStartResponse\x12\x1d\n" +
 	"\n" +
-	"process_id\x18\x01 \x01(\tR\tprocessId\"2\n" +
+	"process_id\x18\x01 \x01(\tR\tprocessId\x12*\n" +
+	"\x11stdout_spill_path\x18\x02 \x01(\tR\x0fstdoutSpillPath\x12*\n" +
+	"\x11stderr_spill_path\x18\x03 \x01(\tR\x0fstderrSpillPath\"2\n" +
 	"\x11ReadOutputRequest\x12\x1d\n" +
 	"\n" +
-	"process_id\x18\x01 \x01(\tR\tprocessId\"\x98\x01\n" +
+	"process_id\x18\x01 \x01(\tR\tprocessId\"\xca\x01\n" +
 	"\x12ReadOutputResponse\x12\x14\n" +
 	"\x05delta\x18\x01 \x01(\fR\x05delta\x12\x14\n" +
 	"\x05lossy\x18\x02 \x01(\bR\x05lossy\x12*\n" +
 	"\x11stdout_spill_path\x18\x03 \x01(\tR\x0fstdoutSpillPath\x12*\n" +
-	"\x11stderr_spill_path\x18\x04 \x01(\tR\x0fstderrSpillPath\"D\n" +
+	"\x11stderr_spill_path\x18\x04 \x01(\tR\x0fstderrSpillPath\x120\n" +
+	"\x04ends\x18\x05 \x01(\v2\x1c.dsh.shellexec.v1.StreamEndsR\x04ends\"<\n" +
+	"\n" +
+	"StreamEnds\x12\x16\n" +
+	"\x06stdout\x18\x01 \x01(\x03R\x06stdout\x12\x16\n" +
+	"\x06stderr\x18\x02 \x01(\x03R\x06stderr\"D\n" +
 	"\vKillRequest\x12\x1d\n" +
 	"\n" +
 	"process_id\x18\x01 \x01(\tR\tprocessId\x12\x16\n" +
@@ -2066,7 +2157,7 @@ func file_shellexec_v1_shellexec_proto_rawDescGZIP() []byte {
 }
 
 var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(Stream)(0),                // 0: dsh.shellexec.v1.Stream
 	(*DescribeRequest)(nil),    // 1: dsh.shellexec.v1.DescribeRequest
@@ -2087,27 +2178,28 @@ var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(*StartResponse)(nil),      // 16: dsh.shellexec.v1.StartResponse
 	(*ReadOutputRequest)(nil),  // 17: dsh.shellexec.v1.ReadOutputRequest
 	(*ReadOutputResponse)(nil), // 18: dsh.shellexec.v1.ReadOutputResponse
-	(*KillRequest)(nil),        // 19: dsh.shellexec.v1.KillRequest
-	(*KillResponse)(nil),       // 20: dsh.shellexec.v1.KillResponse
-	(*WaitRequest)(nil),        // 21: dsh.shellexec.v1.WaitRequest
-	(*ProcessExit)(nil),        // 22: dsh.shellexec.v1.ProcessExit
-	(*WaitResponse)(nil),       // 23: dsh.shellexec.v1.WaitResponse
-	(*CloseRequest)(nil),       // 24: dsh.shellexec.v1.CloseRequest
-	(*CloseResponse)(nil),      // 25: dsh.shellexec.v1.CloseResponse
-	(*ConfigureRequest)(nil),   // 26: dsh.shellexec.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),  // 27: dsh.shellexec.v1.ConfigureResponse
-	(*ReleaseRequest)(nil),     // 28: dsh.shellexec.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),    // 29: dsh.shellexec.v1.ReleaseResponse
-	nil,                        // 30: dsh.shellexec.v1.ExecRequest.EnvEntry
-	nil,                        // 31: dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	nil,                        // 32: dsh.shellexec.v1.ExecSpec.EnvEntry
-	nil,                        // 33: dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	(*StreamEnds)(nil),         // 19: dsh.shellexec.v1.StreamEnds
+	(*KillRequest)(nil),        // 20: dsh.shellexec.v1.KillRequest
+	(*KillResponse)(nil),       // 21: dsh.shellexec.v1.KillResponse
+	(*WaitRequest)(nil),        // 22: dsh.shellexec.v1.WaitRequest
+	(*ProcessExit)(nil),        // 23: dsh.shellexec.v1.ProcessExit
+	(*WaitResponse)(nil),       // 24: dsh.shellexec.v1.WaitResponse
+	(*CloseRequest)(nil),       // 25: dsh.shellexec.v1.CloseRequest
+	(*CloseResponse)(nil),      // 26: dsh.shellexec.v1.CloseResponse
+	(*ConfigureRequest)(nil),   // 27: dsh.shellexec.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),  // 28: dsh.shellexec.v1.ConfigureResponse
+	(*ReleaseRequest)(nil),     // 29: dsh.shellexec.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),    // 30: dsh.shellexec.v1.ReleaseResponse
+	nil,                        // 31: dsh.shellexec.v1.ExecRequest.EnvEntry
+	nil,                        // 32: dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	nil,                        // 33: dsh.shellexec.v1.ExecSpec.EnvEntry
+	nil,                        // 34: dsh.shellexec.v1.ExecSpec.DshEnvEntry
 }
 var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
-	30, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
-	31, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	32, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
-	33, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	31, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
+	32, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	33, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
+	34, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
 	3,  // 4: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
 	4,  // 5: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
 	8,  // 6: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
@@ -2121,32 +2213,33 @@ var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
 	12, // 14: dsh.shellexec.v1.RunResult.stderr:type_name -> dsh.shellexec.v1.CollectedOutput
 	13, // 15: dsh.shellexec.v1.RunResult.sandbox:type_name -> dsh.shellexec.v1.SandboxFacts
 	4,  // 16: dsh.shellexec.v1.StartRequest.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	22, // 17: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
-	1,  // 18: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
-	5,  // 19: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
-	7,  // 20: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
-	15, // 21: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
-	17, // 22: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
-	19, // 23: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
-	21, // 24: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
-	24, // 25: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
-	26, // 26: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
-	28, // 27: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
-	2,  // 28: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	6,  // 29: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	11, // 30: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	16, // 31: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	18, // 32: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	20, // 33: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	23, // 34: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	25, // 35: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	27, // 36: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
-	29, // 37: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	19, // 17: dsh.shellexec.v1.ReadOutputResponse.ends:type_name -> dsh.shellexec.v1.StreamEnds
+	23, // 18: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
+	1,  // 19: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
+	5,  // 20: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
+	7,  // 21: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
+	15, // 22: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
+	17, // 23: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
+	20, // 24: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
+	22, // 25: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
+	25, // 26: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
+	27, // 27: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
+	29, // 28: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
+	2,  // 29: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	6,  // 30: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	11, // 31: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	16, // 32: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	18, // 33: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	21, // 34: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	24, // 35: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	26, // 36: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	28, // 37: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
+	30, // 38: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
+	29, // [29:39] is the sub-list for method output_type
+	19, // [19:29] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_shellexec_v1_shellexec_proto_init() }
@@ -2163,14 +2256,14 @@ func file_shellexec_v1_shellexec_proto_init() {
 		(*RunEvent_Result)(nil),
 	}
 	file_shellexec_v1_shellexec_proto_msgTypes[13].OneofWrappers = []any{}
-	file_shellexec_v1_shellexec_proto_msgTypes[21].OneofWrappers = []any{}
+	file_shellexec_v1_shellexec_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shellexec_v1_shellexec_proto_rawDesc), len(file_shellexec_v1_shellexec_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
