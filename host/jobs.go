@@ -63,6 +63,10 @@ type JobInfo struct {
 	// Unread says a finished job has output left for the next read: a
 	// read gives at most what the executor gives at once (its result cap).
 	Unread bool
+	// Note, on what Output returns, says what that read could not give:
+	// output of a job whose executor died that its spill files do not
+	// hold (a file missing, or shorter than the reads had got).
+	Note string
 }
 
 // Notice tells a job's owner that the job finished.
@@ -113,48 +117,87 @@ type job struct {
 	tail *jobTail
 	// killReason, when set, says why the runtime killed the job (a reload).
 	killReason string
+	// pos is how far the reads got in each stream, and where the spill
+	// files are; readMax is what one read gives of each stream (the
+	// spec's stdoutMaxBytes and stderrMaxBytes): what the rest is read
+	// with when the executor dies before giving it.
+	pos     readPosition
+	readMax [2]int
 }
 
 // jobTail is what a finished job had left unread: the reads that drained
 // it from the executor, each within its cap, given one a read, in order;
-// then empty reads that still name the spill files.
+// then, when the executor died before giving it all, the rest from the
+// spill files, a read at a time; then empty reads that still name the
+// spill files.
 type jobTail struct {
-	reads []pluginapi.OutputRead
+	mu    sync.Mutex
+	reads []tailRead
 	spill [2]string
+	rest  *spillRest // nil when nothing is left to recover
 }
 
-// next is the tail's next read, and whether more follow it.
-func (t *jobTail) next() (pluginapi.OutputRead, bool) {
+// tailRead is one read of a tail, with its note (JobInfo.Note).
+type tailRead struct {
+	r    pluginapi.OutputRead
+	note string
+}
+
+// next is the tail's next read, its note, and whether more follow it.
+func (t *jobTail) next() (r pluginapi.OutputRead, note string, more bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.fill()
 	if len(t.reads) == 0 {
-		return pluginapi.OutputRead{StdoutSpillPath: t.spill[0], StderrSpillPath: t.spill[1]}, false
+		return pluginapi.OutputRead{StdoutSpillPath: t.spill[0], StderrSpillPath: t.spill[1]}, "", false
 	}
-	r := t.reads[0]
+	tr := t.reads[0]
 	t.reads = t.reads[1:]
-	return r, len(t.reads) > 0
+	t.fill()
+	return tr.r, tr.note, len(t.reads) > 0
+}
+
+// fill queues the next read of the recovered rest, when the reads queued
+// are all given and it has more: then whether more reads follow is known.
+func (t *jobTail) fill() {
+	for len(t.reads) == 0 && t.rest != nil && t.rest.more() {
+		if r, note := t.rest.read(); r.Delta != "" || note != "" {
+			t.reads = append(t.reads, tailRead{r, note})
+		}
+	}
 }
 
 // maxTailReads bounds the reads that drain a finished job: far past what an
 // executor's buffer holds at its cap per read.
 const maxTailReads = 10_000
 
-// drainTail reads what a finished process left unread, read after read,
-// until one comes back empty; drained says it got there. A read that fails
-// (ctx done, the executor gone) ends the tail with a lossy read.
-func drainTail(ctx context.Context, proc pluginapi.ShellProcess) (t *jobTail, drained bool) {
+// drainTail reads what a finished job's process left unread, read after
+// read, until one comes back empty; drained says it got there. When a read
+// fails because the executor is gone (its plugin died), the rest is read
+// from the spill files, from where the job's reads ended (jb.pos); a read
+// that fails otherwise (ctx done) ends the tail with a lossy read.
+func drainTail(ctx context.Context, jb *job) (t *jobTail, drained bool) {
 	t = &jobTail{}
+	defer func() { t.spill = jb.pos.spillPaths() }()
 	for range maxTailReads {
-		r, err := proc.ReadOutput(ctx)
+		r, err := jb.proc.ReadOutput(ctx)
 		if err != nil {
-			t.reads = append(t.reads, pluginapi.OutputRead{Lossy: true, StdoutSpillPath: t.spill[0], StderrSpillPath: t.spill[1]})
+			var note string
+			if errors.Is(err, pluginapi.ErrPluginUnavailable) {
+				if t.rest, note = recoverRest(&jb.pos, jb.readMax); t.rest != nil {
+					return t, false
+				}
+			}
+			spill := jb.pos.spillPaths()
+			lost := pluginapi.OutputRead{Lossy: true, StdoutSpillPath: spill[0], StderrSpillPath: spill[1]}
+			t.reads = append(t.reads, tailRead{lost, note})
 			return t, false
 		}
-		if r.StdoutSpillPath != "" || r.StderrSpillPath != "" {
-			t.spill = [2]string{r.StdoutSpillPath, r.StderrSpillPath}
-		}
+		jb.pos.saw(r)
 		if r.Delta == "" && !r.Lossy {
 			return t, true
 		}
-		t.reads = append(t.reads, r)
+		t.reads = append(t.reads, tailRead{r: r})
 	}
 	return t, false
 }
@@ -171,6 +214,11 @@ func NewJobs(source ShellSource, retain int) *Jobs {
 	return &Jobs{source: source, retain: retain, jobs: map[JobID]*job{}, notices: map[string][]Notice{},
 		subscribers: map[*func(Notice)]struct{}{}}
 }
+
+// unavailableSettleWait bounds how long a read of a job whose executor is
+// unavailable waits for the job to settle (its plugin dead, what it left
+// killed) and give its output from its tail.
+const unavailableSettleWait = 30 * time.Second
 
 // finalReadTimeout bounds the read of a finished job's last output.
 const finalReadTimeout = 10 * time.Second
@@ -200,9 +248,16 @@ func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecReques
 		return JobInfo{}, err
 	}
 	jb := &job{
-		info: JobInfo{ID: id, Owner: owner, Command: req.Command, Generation: gen, State: JobRunning, StartedAt: time.Now()},
-		proc: proc,
-		done: make(chan struct{}),
+		info:    JobInfo{ID: id, Owner: owner, Command: req.Command, Generation: gen, State: JobRunning, StartedAt: time.Now()},
+		proc:    proc,
+		done:    make(chan struct{}),
+		readMax: [2]int{recoveredReadMax(spec.StdoutMaxBytes), recoveredReadMax(spec.StderrMaxBytes)},
+	}
+	if sn, ok := proc.(pluginapi.SpillNamer); ok {
+		// Known now, the spill files hold the output even if the
+		// executor dies before anyone reads it.
+		out, errOut := sn.SpillPaths()
+		jb.pos.spill = [2]string{out, errOut}
 	}
 	j.mu.Lock()
 	if j.closed {
@@ -230,7 +285,7 @@ func (j *Jobs) watch(jb *job) {
 		exit = j.settle(jb.info.Generation, exit)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
-	tail, drained := drainTail(rctx, jb.proc)
+	tail, drained := drainTail(rctx, jb)
 	if r, ok := jb.proc.(pluginapi.Releaser); ok && drained {
 		// All the job will ever say is in tail now: the executor may forget it.
 		_ = r.Release(rctx)
@@ -305,21 +360,38 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 		return pluginapi.OutputRead{}, JobInfo{}, err
 	}
 	j.mu.Lock()
-	if jb.tail != nil {
-		r, more := jb.tail.next()
+	if tail := jb.tail; tail != nil {
 		info := jb.info
-		info.Unread = more
 		j.mu.Unlock()
+		// Outside j.mu: the tail may read the rest from a spill file.
+		r, note, more := tail.next()
+		info.Unread, info.Note = more, note
 		return r, info, nil
 	}
 	j.mu.Unlock()
 	r, err := jb.proc.ReadOutput(ctx)
+	if err == nil {
+		jb.pos.saw(r)
+	}
 	if errors.Is(err, pluginapi.ErrUnknownProcess) {
 		// The job finished meanwhile and its executor forgot it: what it
 		// had left to say is in its tail (or is about to be).
 		select {
 		case <-jb.done:
 			return j.Output(ctx, owner, id)
+		case <-ctx.Done():
+			return pluginapi.OutputRead{}, JobInfo{}, ctx.Err()
+		}
+	}
+	if errors.Is(err, pluginapi.ErrPluginUnavailable) {
+		// The executor died: the job settles as soon as what it left is
+		// killed, and its tail then has the rest of its output.
+		t := time.NewTimer(unavailableSettleWait)
+		defer t.Stop()
+		select {
+		case <-jb.done:
+			return j.Output(ctx, owner, id)
+		case <-t.C:
 		case <-ctx.Done():
 			return pluginapi.OutputRead{}, JobInfo{}, ctx.Err()
 		}
