@@ -113,6 +113,7 @@ func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	var b strings.Builder
 	var lossy bool
 	var spill [2]string
+	var notes []string
 	for {
 		r, info, err := t.jobs.Output(ctx, mcpOwner, host.JobID(in.JobID))
 		if err != nil {
@@ -120,17 +121,14 @@ func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		}
 		b.WriteString(r.Delta)
 		lossy = lossy || r.Lossy
+		if info.Note != "" {
+			notes = append(notes, info.Note)
+		}
 		if r.StdoutSpillPath != "" {
 			spill = [2]string{r.StdoutSpillPath, r.StderrSpillPath}
 		}
 		if b.Len() > 0 || info.State != host.JobRunning || !time.Now().Before(deadline) {
-			if lossy {
-				b.WriteString("\n" + droppedNote(spill))
-			}
-			fmt.Fprintf(&b, "\n[job %s: %s]", info.ID, describeEnd(info))
-			if info.Unread {
-				b.WriteString("\n[more output: call job_output again]")
-			}
+			b.WriteString(jobOutputEnd(lossy, spill, notes, info))
 			return t.text(b.String(), false), nil
 		}
 		select {
@@ -173,7 +171,25 @@ func (t *mcpTools) list(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	return t.text(strings.TrimSuffix(b.String(), "\n"), false), nil
 }
 
-// describeEnd says where a job is: running, or how it ended.
+// jobOutputEnd is what job_output puts after the output it read: a note
+// when output was dropped, the notes of the reads (output a dead
+// executor's spill files did not hold), where the job is, and whether more
+// is left to read.
+func jobOutputEnd(lossy bool, spill [2]string, notes []string, info host.JobInfo) string {
+	var b strings.Builder
+	if lossy {
+		b.WriteString("\n" + droppedNote(spill))
+	}
+	for _, n := range notes {
+		b.WriteString("\n[" + n + "]")
+	}
+	fmt.Fprintf(&b, "\n[job %s: %s]", info.ID, describeEnd(info))
+	if info.Unread {
+		b.WriteString("\n[more output: call job_output again]")
+	}
+	return b.String()
+}
+
 // droppedNote says that output was dropped between reads, and names the
 // spill files that hold it in full: only those there are.
 func droppedNote(spill [2]string) string {
@@ -189,6 +205,7 @@ func droppedNote(spill [2]string) string {
 	return "[some output was dropped between reads; the full output is in " + strings.Join(paths, " and ") + "]"
 }
 
+// describeEnd says where a job is: running, or how it ended.
 func describeEnd(j host.JobInfo) string {
 	switch {
 	case j.State == host.JobRunning:

@@ -57,3 +57,17 @@ func TestDroppedNoteNamesOnlyRealPaths(t *testing.T) {
 		}
 	}
 }
+
+// After the output, job_output says what reads could not give (a dead
+// executor's output its spill files did not hold), where the job is, and
+// that more is left.
+func TestJobOutputEndCarriesTheReadsNotes(t *testing.T) {
+	info := host.JobInfo{ID: "job-1", State: host.JobKilled, Unread: true,
+		Exit: pluginapi.ProcessExit{Killed: true, KillReason: host.ErrPluginDied.Error()}}
+	note := "stderr past byte 3000 could not be recovered: its spill file /s/err is missing"
+	got := jobOutputEnd(false, [2]string{"/s/out", "/s/err"}, []string{note}, info)
+	want := "\n[" + note + "]\n[job job-1: killed: " + host.ErrPluginDied.Error() + "]\n[more output: call job_output again]"
+	if got != want {
+		t.Errorf("jobOutputEnd = %q\nwant %q", got, want)
+	}
+}
