@@ -46,6 +46,7 @@ type forked struct{ p *os.Process }
 func (f forked) Pid() int { return f.p.Pid }
 
 func (f forked) Wait() (syscall.WaitStatus, error) {
+	awaitExit(f.p)
 	st, err := f.p.Wait()
 	if err != nil {
 		var ws syscall.WaitStatus

@@ -83,24 +83,8 @@ func readInitMsg(ctl int, deadline time.Duration) (initMsg, int, error) {
 // descriptors that came with it (two at most), waiting at most deadline
 // (0: as long as it takes).
 func readInitMsgFiles(ctl int, deadline time.Duration) (initMsg, []int, error) {
-	if deadline > 0 {
-		fds := []unix.PollFd{{Fd: int32(ctl), Events: unix.POLLIN}}
-		for end := time.Now().Add(deadline); ; {
-			left := time.Until(end)
-			if left <= 0 {
-				return initMsg{}, nil, errInitTimeout
-			}
-			n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				return initMsg{}, nil, err
-			}
-			if n > 0 {
-				break
-			}
-		}
+	if err := awaitReadable(ctl, deadline); err != nil {
+		return initMsg{}, nil, err
 	}
 	buf := make([]byte, initMsgSize)
 	oob := make([]byte, unix.CmsgSpace(2*4))
@@ -165,4 +149,80 @@ func pidfdInfo(pidfd int) (pid int, depth int) {
 func pidOfPidfd(pidfd int) int {
 	pid, _ := pidfdInfo(pidfd)
 	return pid
+}
+
+// awaitReadable waits until fd has something to read (or its peer is
+// gone), within deadline (0: for as long as it takes), parked in the Go
+// netpoller on a duplicate of fd rather than in a blocking system call: a
+// thread blocked in one keeps the runtime's sysmon polling every 20 µs for
+// as long as the run goes. errInitTimeout when the deadline passes.
+// Where the netpoller cannot take it, it waits in poll(2).
+func awaitReadable(fd int, deadline time.Duration) error {
+	ready := func() (bool, error) {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+		if err == unix.EINTR {
+			return false, nil
+		}
+		return n > 0, err
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err == nil {
+		// The socket's file description is shared: non-blocking for fd
+		// too, which is only read once this says it is readable.
+		err = unix.SetNonblock(dup, true)
+		if err != nil {
+			unix.Close(dup)
+		}
+	}
+	if err != nil {
+		return pollReadable(fd, deadline)
+	}
+	f := os.NewFile(uintptr(dup), "run socket")
+	defer f.Close()
+	if deadline > 0 {
+		_ = f.SetReadDeadline(time.Now().Add(deadline))
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return pollReadable(fd, deadline)
+	}
+	var perr error
+	err = rc.Read(func(uintptr) bool {
+		ok, e := ready()
+		perr = e
+		return ok || e != nil
+	})
+	switch {
+	case perr != nil:
+		return perr
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errInitTimeout
+	case err != nil:
+		return pollReadable(fd, deadline) // not pollable here
+	}
+	return nil
+}
+
+// pollReadable is awaitReadable in poll(2), a thread blocked in it.
+func pollReadable(fd int, deadline time.Duration) error {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	timeout := -1
+	end := time.Now().Add(deadline)
+	for {
+		if deadline > 0 {
+			left := time.Until(end)
+			if left <= 0 {
+				return errInitTimeout
+			}
+			timeout = int(left/time.Millisecond) + 1
+		}
+		n, err := unix.Poll(fds, timeout)
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			return err
+		case n > 0:
+			return nil
+		}
+	}
 }
