@@ -108,7 +108,7 @@ func (s *spillRest) read() (r pluginapi.OutputRead, note string) {
 		if end < size {
 			// The stream goes on: a character cut short waits for the
 			// next read (one always fits: max is at least UTFMax).
-			data = data[:len(data)-incompleteTail(data)]
+			data = data[:len(data)-pluginapi.IncompleteUTF8Tail(data)]
 			end = s.at[i] + int64(len(data))
 		}
 		text[i] = data
@@ -134,21 +134,6 @@ func (s *spillRest) read() (r pluginapi.OutputRead, note string) {
 // read stays the size an executor's would).
 func recoveredReadMax(n int64) int {
 	return int(min(max(n, utf8.UTFMax), 1<<20))
-}
-
-// incompleteTail is how many bytes at the end of p are a UTF-8 character
-// cut short: 0 when p ends on a whole character, or on bytes that are not
-// UTF-8.
-func incompleteTail(p []byte) int {
-	for i := 1; i < utf8.UTFMax && i <= len(p); i++ {
-		if utf8.RuneStart(p[len(p)-i]) {
-			if utf8.FullRune(p[len(p)-i:]) {
-				return 0
-			}
-			return i
-		}
-	}
-	return 0
 }
 
 // readSpillLocally reads up to max bytes of the spill file path from byte

@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 )
 
 // SandboxMode names a confinement, in the vocabulary agent users know. The
@@ -236,4 +237,20 @@ type ProcessExit struct {
 	Killed     bool   `json:"killed"`
 	KillReason string `json:"killReason,omitempty"`
 	DurationMs int64  `json:"durationMs"`
+}
+
+// IncompleteUTF8Tail is how many bytes at the end of p are a UTF-8
+// character cut short (a lead byte and fewer continuation bytes than it
+// announces): 0 when p ends on a whole character, or on bytes that are not
+// UTF-8. A read of output that may go on keeps those bytes for the next.
+func IncompleteUTF8Tail(p []byte) int {
+	for i := 1; i < utf8.UTFMax && i <= len(p); i++ {
+		if utf8.RuneStart(p[len(p)-i]) {
+			if utf8.FullRune(p[len(p)-i:]) {
+				return 0
+			}
+			return i
+		}
+	}
+	return 0
 }

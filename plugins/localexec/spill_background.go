@@ -2,7 +2,6 @@ package localexec
 
 import (
 	"sync"
-	"unicode/utf8"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -112,7 +111,7 @@ func (b *unreadBuffer) take(limit int) (out []byte, lost bool, end int64) {
 		out = make([]byte, k)
 		b.copyOut(out, k)
 		if !b.ended || k < b.n {
-			out = out[:k-incompleteTail(out)]
+			out = out[:k-pluginapi.IncompleteUTF8Tail(out)]
 		}
 		b.discard(len(out))
 	}
@@ -129,21 +128,6 @@ func (b *unreadBuffer) end() {
 	b.mu.Lock()
 	b.ended = true
 	b.mu.Unlock()
-}
-
-// incompleteTail is how many bytes at the end of p are a UTF-8 character
-// cut short (a lead byte and fewer continuation bytes than it announces):
-// 0 when p ends on a whole character, or on bytes that are not UTF-8.
-func incompleteTail(p []byte) int {
-	for i := 1; i < utf8.UTFMax && i <= len(p); i++ {
-		if utf8.RuneStart(p[len(p)-i]) {
-			if utf8.FullRune(p[len(p)-i:]) {
-				return 0
-			}
-			return i
-		}
-	}
-	return 0
 }
 
 // newBgStream returns the stream of the background process id under the
