@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -181,9 +182,11 @@ func (bp *process) SpillPaths() (stdout, stderr string) {
 }
 
 // readLimit is what one read takes of a stream whose result cap is n
-// bytes: n, within (0, maxReadBytes].
+// bytes: n, within [utf8.UTFMax, maxReadBytes]: at least a whole
+// character, which a read never splits while the stream is open (a cap
+// below that would stall it).
 func readLimit(n int64) int {
-	return int(min(max(n, 1), maxReadBytes))
+	return int(min(max(n, utf8.UTFMax), maxReadBytes))
 }
 
 // endStreams closes the spill files once the streams have ended, and says

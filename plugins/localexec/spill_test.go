@@ -799,3 +799,29 @@ func TestBackgroundReadEndsAreExact(t *testing.T) {
 		t.Errorf("the reads end at %v, want the whole streams (4000, 6000)", at)
 	}
 }
+
+// A cap below one character's length still lets every character through
+// while the stream is open: a read takes at least a whole character.
+func TestBackgroundReadCappedBelowACharacter(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	ctx := context.Background()
+	p := startCmd(t, e, pluginapi.ExecRequest{Command: `printf '日本'; sleep 30`, StdoutMaxBytes: 1})
+	defer func() { _, _ = p.Kill(ctx) }()
+	var got strings.Builder
+	for began := time.Now(); got.String() != "日本"; time.Sleep(20 * time.Millisecond) {
+		if time.Since(began) > 5*time.Second {
+			t.Fatalf("after 5s the reads gave %q of %q, the stream still open", got.String(), "日本")
+		}
+		r, err := p.ReadOutput(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(r.Delta)
+	}
+	if _, err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
