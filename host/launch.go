@@ -23,10 +23,6 @@ import (
 	"github.com/dsh-host/dsh-host/registry"
 )
 
-// execIDPrefixVar is localexec's ExecIDPrefixVar: the prefix of the tags the
-// executor gives what it starts.
-const execIDPrefixVar = "DSH_EXEC_ID_PREFIX"
-
 // randomPrefix is a fresh tag prefix for one plugin.
 func randomPrefix() string {
 	b := make([]byte, 8)
@@ -173,7 +169,7 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	// The executor tags what it starts with a prefix of ours, so that what
 	// a dead plugin left can still be found.
 	tagPrefix := randomPrefix()
-	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + sockDir, execIDPrefixVar + "=" + tagPrefix}
+	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + sockDir, pluginapi.ExecIDPrefixVar + "=" + tagPrefix}
 	if ex.Builtin {
 		cmd.Env = append(cmd.Env, pluginapi.BuiltinServeVar+"="+ex.Name)
 	}

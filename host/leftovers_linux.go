@@ -6,11 +6,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-)
 
-// execIDVar is the variable an executor tags its commands with (localexec's
-// ExecIDVar): the host finds what a dead plugin left by it.
-const execIDVar = "DSH_EXEC_ID"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
 
 // killTagged SIGKILLs every process whose environment carries a tag that
 // starts with prefix, and the process group each leads; it reports how many
@@ -21,7 +19,7 @@ func killTagged(prefix string) int {
 	if err != nil {
 		return 0
 	}
-	want := []byte("\x00" + execIDVar + "=" + prefix + "-")
+	want := []byte("\x00" + pluginapi.ExecIDVar + "=" + prefix + "-")
 	var killed []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
