@@ -10,14 +10,20 @@ import (
 	"testing"
 )
 
-// safeDir is a fresh directory CheckBinary accepts binaries in; the test is
-// skipped when the system's temporary directory is not one.
+// safeDir is a fresh directory CheckBinary accepts binaries in. On a
+// developer's machine whose temporary directory is not one, the test is
+// skipped; under CI=true, where the temporary directory is the system's
+// own, a refusal is a broken check and fails the test (else a CheckBinary
+// that refused everything would skip every case).
 func safeDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	probe := filepath.Join(dir, "probe")
 	writeExec(t, probe, "#!/bin/sh\n")
 	if _, err := CheckBinary(probe, nil); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CheckBinary refused a fresh binary in a fresh temporary directory: %v", err)
+		}
 		t.Skipf("the temporary directory is itself unsafe: %v", err)
 	}
 	return dir
@@ -96,6 +102,16 @@ func TestCheckBinaryDetails(t *testing.T) {
 			bin = mk(t, "real/now", 0o755)
 			return bin, []string{filepath.Join(dir, "alias", "now", "not-yet")}
 		},
+	}, {
+		name: "under a root reached through a link",
+		setup: func(t *testing.T) (string, []string) {
+			bin := mk(t, "linked/in", 0o755)
+			if err := os.Symlink(filepath.Join(dir, "linked"), filepath.Join(dir, "via")); err != nil {
+				t.Fatal(err)
+			}
+			return bin, []string{filepath.Join(dir, "via")}
+		},
+		want: "lies under the sandbox writable root " + filepath.Join(dir, "linked") + " (" + filepath.Join(dir, "via") + ")",
 	}, {
 		name:  "the root / counts for nothing",
 		setup: func(t *testing.T) (string, []string) { return mk(t, "slash", 0o755), []string{"/"} },
