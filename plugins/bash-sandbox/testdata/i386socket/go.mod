@@ -1,0 +1,3 @@
+module i386socket
+
+go 1.22
