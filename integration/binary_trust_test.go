@@ -317,3 +317,68 @@ func TestMCPWatchedRebuildTakesItsUpdatedPin(t *testing.T) {
 		t.Errorf("the plugin is %s, was %s: a build its pin does not match was swapped in", again, now)
 	}
 }
+
+// A pin holds for a binary found by its name in the plugin directory as for
+// one given by its path: a dsh-executor-NAME whose SHA-256 is not the one
+// host.checksums.NAME requires is refused, naming both hashes, and the
+// command never runs, however the directory and the executor are named.
+// The same pin with the binary's own hash runs it.
+func TestAPluginDirectoryBinaryAgainstItsPinIsRefused(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(pluginDirWith(t, "extra"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "dsh-executor-extra")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, other := sha256.Sum256(data), sha256.Sum256([]byte("another build"))
+	sum, wrong := hex.EncodeToString(s[:]), hex.EncodeToString(other[:])
+	refusal := "checksum mismatch: " + bin + " is sha256:" + sum + ", the settings require sha256:" + wrong
+
+	for _, tc := range []struct {
+		name     string
+		settings string // host section, less the pin
+		args     []string
+		env      string
+	}{
+		{"--plugin-dir and --executor", "", []string{"--plugin-dir", dir, "--executor", "extra"}, ""},
+		{"host.pluginDir and host.executor", "  pluginDir: " + dir + "\n  executor: extra\n", nil, ""},
+		{"DSH_PLUGIN_DIR and --executor", "", []string{"--executor", "extra"}, "DSH_PLUGIN_DIR=" + dir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work := t.TempDir()
+			mark := filepath.Join(work, "ran")
+			dshRun := func(pin string) result {
+				settings := settingsFile(t, "host:\n"+tc.settings+"  checksums:\n    extra: "+pin+"\n")
+				p := command(t, scenario(t), append(append([]string{"run", "--settings", settings}, tc.args...), "--", "touch '"+mark+"' && echo ran")...)
+				p.cmd.Dir = work
+				if tc.env != "" {
+					p.cmd.Env = append(p.cmd.Env, tc.env)
+				}
+				return p.start(t).wait(t)
+			}
+			r := dshRun(wrong)
+			if r.code != exitRefused || !strings.Contains(r.stderr, refusal) || r.stdout != "" {
+				t.Errorf("pinned to other content: exit %d, stdout %q, stderr:\n%s\nwant 125, nothing on stdout, and %q", r.code, r.stdout, r.stderr, refusal)
+			}
+			if _, err := os.Stat(mark); err == nil {
+				t.Fatal("pinned to other content, the plugin directory's binary ran the command")
+			}
+			if r := dshRun(sum); r.code != 0 || r.stdout != "ran\n" {
+				t.Errorf("pinned to its own content: exit %d, stdout %q, stderr:\n%s\nwant the command to run", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+
+	// mcp refuses to start at all: nothing is served that could run a
+	// command.
+	t.Run("mcp", func(t *testing.T) {
+		settings := settingsFile(t, "host:\n  checksums:\n    extra: "+wrong+"\n")
+		r := dsh(t, scenario(t), "mcp", "--settings", settings, "--plugin-dir", dir, "--executor", "extra")
+		if r.code != exitRefused || !strings.Contains(r.stderr, refusal) || r.stdout != "" {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 125, nothing on stdout, and %q", r.code, r.stdout, r.stderr, refusal)
+		}
+	})
+}
