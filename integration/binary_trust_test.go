@@ -203,7 +203,7 @@ func TestMCPAPinnedExecutorInTheWorkspaceSurvivesItsReplacement(t *testing.T) {
 	ws, bin, sum := workspace(t)
 	settings := settingsFile(t, "host:\n  checksums:\n    bash-local: "+sum+"\n")
 	cs, cmd, stderr := mcpIn(t, scenario(t), ws, "--settings", settings, "--executor", bin, "--watch")
-	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	before := pluginPID(t, cs, cmd.Process.Pid)
 	mark := filepath.Join(ws, "pwned")
 	replace := "printf '#!/bin/sh\\ntouch " + mark + "\\n' > bin/.next && chmod +x bin/.next && mv bin/.next bin/dsh-executor-bash-local && echo replaced"
 	if out, isErr := call(t, cs, "bash", map[string]any{"command": replace}); isErr || out != "replaced" {
@@ -217,8 +217,8 @@ func TestMCPAPinnedExecutorInTheWorkspaceSurvivesItsReplacement(t *testing.T) {
 	if !strings.Contains(stderr.String(), "the old executor stays") {
 		t.Errorf("the refused reloads do not say the old executor stays:\n%s", stderr)
 	}
-	if now, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != before {
-		t.Errorf("the plugin is %s, was %s: a replaced binary was swapped in", now, before)
+	if now := pluginPID(t, cs, cmd.Process.Pid); now != before {
+		t.Errorf("the plugin is %d, was %d: a replaced binary was swapped in", now, before)
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("the replacement binary ran")
@@ -231,7 +231,7 @@ func TestMCPAPinnedExecutorInTheWorkspaceSurvivesItsReplacement(t *testing.T) {
 func TestMCPReloadOfABinaryThatBecameUnsafeIsRefused(t *testing.T) {
 	dir, bin, _ := workspace(t) // not the workdir: safe to mount
 	cs, cmd, stderr := mcpIn(t, scenario(t), t.TempDir(), "--executor", bin, "--watch")
-	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	before := pluginPID(t, cs, cmd.Process.Pid)
 	if err := os.Chmod(bin, 0o757); err != nil { // the watch sees the change
 		t.Fatal(err)
 	}
@@ -247,8 +247,8 @@ func TestMCPReloadOfABinaryThatBecameUnsafeIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	stderr.waitLog(t, "is beneath "+filepath.Join(dir, "bin")+", a directory anyone may write", 1)
-	if now, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != before {
-		t.Errorf("the plugin is %s, was %s: an unsafe binary was reloaded", now, before)
+	if now := pluginPID(t, cs, cmd.Process.Pid); now != before {
+		t.Errorf("the plugin is %d, was %d: an unsafe binary was reloaded", now, before)
 	}
 }
 
@@ -281,8 +281,8 @@ func TestMCPWatchedRebuildTakesItsUpdatedPin(t *testing.T) {
 	_, bin, sum := workspace(t)
 	pinned := func(sum string) string { return "host:\n  checksums:\n    " + bin + ": " + sum + "\n" }
 	settings := settingsFile(t, pinned(sum))
-	cs, _, stderr := mcpIn(t, scenario(t), t.TempDir(), "--settings", settings, "--executor", bin, "--watch")
-	first, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	cs, cmd, stderr := mcpIn(t, scenario(t), t.TempDir(), "--settings", settings, "--executor", bin, "--watch")
+	first := pluginPID(t, cs, cmd.Process.Pid)
 
 	// A rebuild, its pin written first.
 	data, err := os.ReadFile(bins.plugin)
@@ -295,14 +295,9 @@ func TestMCPWatchedRebuildTakesItsUpdatedPin(t *testing.T) {
 	}
 	second := rebuild(t, bin, "build 2")
 	stderr.waitLog(t, "reloaded the executor", 1)
-	var now string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if now, _ = call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != first {
-			break
-		}
-	}
-	if now == first {
-		t.Fatalf("a rebuild whose pin was updated was not taken: the plugin is still %s\n%s", first, stderr)
+	now := waitNewPlugin(t, cs, cmd.Process.Pid, first)
+	if got := runsBuild(t, now); got != second {
+		t.Fatalf("the new plugin runs sha256:%s, want the rebuild whose pin was updated, sha256:%s\n%s", got, second, stderr)
 	}
 
 	// Another rebuild, the pin left as it was.
@@ -313,8 +308,8 @@ func TestMCPWatchedRebuildTakesItsUpdatedPin(t *testing.T) {
 			t.Errorf("the refusal does not name sha256:%s:\n%s", h, stderr)
 		}
 	}
-	if again, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); again != now {
-		t.Errorf("the plugin is %s, was %s: a build its pin does not match was swapped in", again, now)
+	if again := pluginPID(t, cs, cmd.Process.Pid); again != now {
+		t.Errorf("the plugin is %d, was %d: a build its pin does not match was swapped in", again, now)
 	}
 }
 

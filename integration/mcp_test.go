@@ -2,11 +2,14 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -175,28 +178,70 @@ func TestMCPJobKill(t *testing.T) {
 	}
 }
 
-// waitNewPlugin calls bash until the command's parent (the plugin) is not
-// old, and returns the new one.
-func waitNewPlugin(t *testing.T, cs *mcp.ClientSession, old string) string {
+// pluginPID asks the plugin that serves cs for its process id: the parent
+// of `echo $PPID`. The call must succeed and name a child of dsh-host
+// (host): an error result or any other answer fails the test.
+func pluginPID(t *testing.T, cs *mcp.ClientSession, host int) int {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if now, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"}); now != old {
-			return now
-		}
+	text, isErr := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	pid, err := strconv.Atoi(text)
+	if isErr || err != nil {
+		t.Fatalf("bash %q: %q (error %v), want the pid of the plugin that ran it", "echo $PPID", text, isErr)
 	}
-	t.Fatalf("the plugin is still %s", old)
-	return ""
+	if p, ok := wedgeStat(pid); !ok || p.ppid != host {
+		t.Fatalf("the command's parent %d is not a plugin of dsh-host %d (its parent: %d)", pid, host, p.ppid)
+	}
+	return pid
 }
 
-// SIGHUP to dsh-host mcp reloads the executor: the next command runs under
-// a new plugin process.
+// waitNewPlugin calls bash until a plugin of dsh-host (host) other than
+// old answers, and returns it. Every call must succeed meanwhile (a reload
+// sends new calls to the new plugin at once: none fails), and the old
+// plugin must be gone soon after the new one answers.
+func waitNewPlugin(t *testing.T, cs *mcp.ClientSession, host, old int) int {
+	t.Helper()
+	was, _ := wedgeStat(old)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if now := pluginPID(t, cs, host); now != old {
+			for gone := time.Now().Add(10 * time.Second); was.alive(); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(gone) {
+					t.Fatalf("the old plugin %d still runs 10s after the new one, %d, answered", old, now)
+				}
+			}
+			return now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin is still %d", old)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// runsBuild is the SHA-256 of the binary process pid runs: which build of
+// a plugin answered.
+func runsBuild(t *testing.T, pid int) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		t.Fatalf("the binary of process %d: %v", pid, err)
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// SIGHUP to dsh-host mcp reloads the executor: the next command runs,
+// and succeeds, under a new plugin process, and the old one goes.
 func TestMCPReloadsOnSIGHUP(t *testing.T) {
 	cs, cmd := mcpSessionCmd(t, scenario(t))
-	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	before := pluginPID(t, cs, cmd.Process.Pid)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitNewPlugin(t, cs, before)
+	now := waitNewPlugin(t, cs, cmd.Process.Pid, before)
+	if text, isErr := call(t, cs, "bash", map[string]any{"command": "echo hi; exit 3"}); isErr || text != "hi\n[exit code: 3]" {
+		t.Errorf("bash under the new plugin %d: %q (error %v)", now, text, isErr)
+	}
 }
 
 // A reload says so in one line on stderr at the default log level, naming
@@ -205,11 +250,11 @@ func TestMCPReloadsOnSIGHUP(t *testing.T) {
 func TestMCPReloadLogsOneLine(t *testing.T) {
 	t.Setenv("DSH_LOG_LEVEL", "")
 	cs, cmd, stderr := mcpIn(t, scenario(t), t.TempDir())
-	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
+	before := pluginPID(t, cs, cmd.Process.Pid)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitNewPlugin(t, cs, before)
+	waitNewPlugin(t, cs, cmd.Process.Pid, before)
 	stderr.waitLog(t, "reloaded the executor", 1)
 	time.Sleep(300 * time.Millisecond) // the old plugin's exit, had it been logged
 	var logged []string
@@ -224,27 +269,21 @@ func TestMCPReloadLogsOneLine(t *testing.T) {
 }
 
 // --watch reloads the executor when its plugin binary is replaced by an
-// atomic rename, as a build does.
+// atomic rename, as a build does: the next command runs, and succeeds,
+// under a plugin that runs the new build.
 func TestMCPWatchReloadsOnANewBinary(t *testing.T) {
-	dir := t.TempDir()
-	data, err := os.ReadFile(bins.plugin)
-	if err != nil {
-		t.Fatal(err)
+	bin := filepath.Join(t.TempDir(), "dsh-executor-bash-local")
+	first := rebuild(t, bin, "build 1")
+	cs, cmd := mcpSessionCmd(t, scenario(t), "--executor", bin, "--watch")
+	before := pluginPID(t, cs, cmd.Process.Pid)
+	if got := runsBuild(t, before); got != first {
+		t.Fatalf("the plugin runs sha256:%s, want the first build, sha256:%s", got, first)
 	}
-	bin := filepath.Join(dir, "dsh-executor-bash-local")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
+	second := rebuild(t, bin, "build 2")
+	now := waitNewPlugin(t, cs, cmd.Process.Pid, before)
+	if got := runsBuild(t, now); got != second {
+		t.Errorf("the new plugin runs sha256:%s, want the new build, sha256:%s", got, second)
 	}
-	cs := mcpSession(t, scenario(t), "--executor", bin, "--watch")
-	before, _ := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
-	next := filepath.Join(dir, ".next")
-	if err := os.WriteFile(next, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(next, bin); err != nil {
-		t.Fatal(err)
-	}
-	waitNewPlugin(t, cs, before)
 }
 
 // Cancelling a foreground call (notifications/cancelled) aborts the command:
