@@ -6,11 +6,12 @@ PROTO_DIR   := pluginapi/proto
 PROTO_FILES := $(shell find $(PROTO_DIR) -name '*.proto')
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GREMLINS_VERSION           := v0.6.0
 TEST_TIMEOUT ?= 10m
 BIN         := bin
 PLUGINS := bash-local bash-sandbox pwsh-local
 
-.PHONY: all build test bench run proto check-proto have-protoc tools clean cross stress
+.PHONY: all build test bench run proto check-proto have-protoc tools clean cross stress mutate
 
 all: build
 
@@ -47,6 +48,16 @@ stress: build
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestWireRoundTrip$$' -fuzztime $(FUZZTIME) ./pluginapi
 	$(GO) test -run '^$$' -fuzz '^FuzzParseExitStatus$$' -fuzztime $(FUZZTIME) ./pluginapi
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadSettingsFile$$' -fuzztime $(FUZZTIME) ./host
+
+# mutate: mutation testing of the packages where a mutant that lives is a
+# broken promise (integration/mutate says how); slow, not part of test.
+# ONLY=PKG takes one of them (host, plugins/localexec, ...).
+ONLY ?=
+mutate: $(TOOLS)/gremlins
+	$(GO) run ./integration/mutate -gremlins $(TOOLS)/gremlins $(if $(ONLY),-only $(ONLY))
+
+$(TOOLS)/gremlins:
+	GOBIN=$(TOOLS) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
 
 # run: the demo, through the built-in default executor (bash-local).
 DEMO := echo "hello from bash-local: pid $$$$, in $$PWD"; uname -sr; echo "a line on stderr" >&2; exit 3

@@ -1,0 +1,218 @@
+// Command mutate runs mutation testing (gremlins) over the packages where a
+// surviving mutant means a broken promise, and prints, per package, the test
+// efficacy (killed of killed+lived mutants), the mutant coverage (mutants
+// some test reaches, of all) and every mutant that lived, with its line.
+//
+// Each package is tested by the tests that hold it to its promises, not
+// only its own: gremlins runs in integration mode with the coverage counted
+// for that package alone, and a small stand-in for the go command narrows
+// gremlins' `go test ./...` to those tests (the conformance suite run on
+// bash-local counts for pluginapi and localexec), so a mutant costs one run
+// of them, not of the whole module. CI=true is set: a test that would skip
+// for want of something fails instead, so a mutant cannot live by a skip.
+//
+//	go run ./integration/mutate -gremlins .tools/gremlins [-only PKG] [-workers N]
+//
+// It is slow (tens of minutes on two cores): run it after changing a
+// package's tests or the code they hold, not on every change.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// target is one package under mutation and the tests that hold it.
+type target struct {
+	pkg     string   // the package's directory, from the module root
+	tests   []string // the packages whose tests count for it
+	exclude string   // a regexp of its files not to mutate (relative to pkg), or ""
+}
+
+// targets are the packages issue 14 names: a lived mutant in them is a
+// promise no test holds.
+var targets = []target{
+	{pkg: "pluginapi", tests: []string{"./pluginapi/...", "./plugins/bash-local"}, exclude: `^(proto|pluginapitest)/`},
+	{pkg: "registry", tests: []string{"./registry"}},
+	{pkg: "host", tests: []string{"./host"}},
+	{pkg: "plugins/localexec", tests: []string{"./plugins/localexec", "./plugins/bash-local"}},
+	// The sandbox's package tests: its mechanics run in spawned processes,
+	// which gremlins' coverage does not see, and bash-sandbox's suite takes
+	// minutes a mutant.
+	{pkg: "plugins/bash-sandbox/confine", tests: []string{"./plugins/bash-sandbox/confine"}},
+}
+
+// minEfficacy is the efficacy each package must reach.
+const minEfficacy = 90.0
+
+// goStandIn is the go command gremlins finds first on PATH: `go test`'s
+// whole-module pattern becomes the tests of the package under mutation.
+const goStandIn = `#!/bin/sh
+# Written by integration/mutate: gremlins' "go test ... ./..." tests
+# $MUTATE_TESTS instead; every other use of go passes through.
+if [ "$1" = test ]; then
+	shift
+	for a in "$@"; do
+		shift
+		if [ "$a" = ./... ]; then
+			set -- "$@" $MUTATE_TESTS
+		else
+			set -- "$@" "$a"
+		fi
+	done
+	exec "$MUTATE_REAL_GO" test "$@"
+fi
+exec "$MUTATE_REAL_GO" "$@"
+`
+
+// report is the part of gremlins' JSON output read here.
+type report struct {
+	Efficacy   float64 `json:"test_efficacy"`
+	Coverage   float64 `json:"mutations_coverage"`
+	Total      int     `json:"mutants_total"`
+	Killed     int     `json:"mutants_killed"`
+	Lived      int     `json:"mutants_lived"`
+	NotCovered int     `json:"mutants_not_covered"`
+	NotViable  int     `json:"mutants_not_viable"`
+	Files      []struct {
+		Name      string `json:"file_name"`
+		Mutations []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Line   int    `json:"line"`
+			Column int    `json:"column"`
+		} `json:"mutations"`
+	} `json:"files"`
+}
+
+func main() {
+	gremlins := flag.String("gremlins", ".tools/gremlins", "the gremlins binary")
+	only := flag.String("only", "", "mutate only this package (a directory from the module root)")
+	workers := flag.Int("workers", max(runtime.NumCPU()/2, 1), "mutants tested at once")
+	flag.Parse()
+	if err := run(*gremlins, *only, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, "mutate:", err)
+		os.Exit(1)
+	}
+}
+
+func run(gremlins, only string, workers int) error {
+	bin, err := filepath.Abs(gremlins)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("no gremlins at %s (make mutate installs it): %w", gremlins, err)
+	}
+	realGo, err := exec.LookPath("go")
+	if err != nil {
+		return err
+	}
+	stand, err := os.MkdirTemp("", "dsh-mutate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stand)
+	if err := os.WriteFile(filepath.Join(stand, "go"), []byte(goStandIn), 0o755); err != nil {
+		return err
+	}
+
+	missed := 0
+	ran := 0
+	for _, t := range targets {
+		if only != "" && filepath.Clean(only) != t.pkg {
+			continue
+		}
+		ran++
+		out := filepath.Join(stand, strings.ReplaceAll(t.pkg, "/", "_")+".json")
+		args := []string{"unleash", "--integration", "--coverpkg", "./" + t.pkg,
+			"--workers", fmt.Sprint(workers), "--output", out, "--output-statuses", "klt"}
+		if t.exclude != "" {
+			args = append(args, "--exclude-files", t.exclude)
+		}
+		cmd := exec.Command(bin, append(args, "./"+t.pkg)...)
+		cmd.Env = append(os.Environ(),
+			"PATH="+stand+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"MUTATE_REAL_GO="+realGo,
+			"MUTATE_TESTS="+strings.Join(t.tests, " "),
+			"CI=true")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		fmt.Fprintf(os.Stderr, "mutate: %s, tested by %s\n", t.pkg, strings.Join(t.tests, " "))
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("gremlins on %s: %w", t.pkg, err)
+		}
+		r, err := readReport(out)
+		if err != nil {
+			return fmt.Errorf("gremlins on %s: %w", t.pkg, err)
+		}
+		if !printReport(t.pkg, r) {
+			missed++
+		}
+	}
+	if ran == 0 {
+		return fmt.Errorf("no package %q among those mutated", only)
+	}
+	if missed > 0 {
+		return fmt.Errorf("%d of %d packages below %.0f%% efficacy", missed, ran, minEfficacy)
+	}
+	return nil
+}
+
+func readReport(path string) (report, error) {
+	var r report
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// printReport prints a package's figures and its lived mutants, and reports
+// whether it reached minEfficacy.
+func printReport(pkg string, r report) bool {
+	ok := r.Killed+r.Lived > 0 && r.Efficacy >= minEfficacy
+	verdict := "ok"
+	if !ok {
+		verdict = "MISS"
+	}
+	fmt.Printf("mutate %s efficacy %.2f%% (%d killed, %d lived) target >= %.0f%% %s\n",
+		pkg, r.Efficacy, r.Killed, r.Lived, minEfficacy, verdict)
+	fmt.Printf("mutate %s mutant_coverage %.2f%% (%d of %d mutants reached by a test; %d not viable)\n",
+		pkg, r.Coverage, r.Total, r.Total+r.NotCovered, r.NotViable)
+	for _, f := range r.Files {
+		for _, m := range f.Mutations {
+			if m.Status != "LIVED" {
+				continue
+			}
+			file := filepath.Join(pkg, f.Name)
+			fmt.Printf("  lived %s:%d:%d %s: %s\n", file, m.Line, m.Column, m.Type, sourceLine(file, m.Line))
+		}
+	}
+	return ok
+}
+
+// sourceLine is line n of file, trimmed, or "" when it cannot be read.
+func sourceLine(file string, n int) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for i := 1; sc.Scan(); i++ {
+		if i == n {
+			return strings.TrimSpace(sc.Text())
+		}
+	}
+	return ""
+}
