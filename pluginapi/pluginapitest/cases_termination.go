@@ -27,7 +27,42 @@ func leftPIDs(e *env, out string) []procRef {
 	return refs
 }
 
+// termWord is what TermWitness's group member prints when SIGTERM comes.
+const termWord = "member-got-sigterm"
+
 var terminationCases = []suiteCase{
+	{"termination/kill sends SIGTERM to the whole process group, not only the shell", func(e *env) {
+		if e.sh.TermWitness == nil {
+			e.t.Fatalf("Options.Commands has no TermWitness: the suite cannot check that Kill sends SIGTERM to the whole process group; give one (see pluginapitest.POSIX)")
+		}
+		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.TermWitness(termWord)}))
+		if err != nil {
+			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
+		}
+		out := readUntil(e, p, "ready\n")
+		group := firstLineProc(e.t, out)
+		if killed, err := p.Kill(e.ctx); err != nil || !killed {
+			e.t.Fatalf("Kill of a running background process must kill it and report true; got %v, %v", killed, err)
+		}
+		if _, err := p.Wait(e.ctx); err != nil {
+			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
+		}
+		for {
+			r, err := p.ReadOutput(e.ctx)
+			if err != nil {
+				e.t.Fatalf("ReadOutput of a finished process must not fail: %v", err)
+			}
+			if r.Delta == "" {
+				break
+			}
+			out += r.Delta
+		}
+		if !strings.Contains(out, termWord) {
+			e.t.Errorf("Kill must send SIGTERM to every process of the command's process group before SIGKILL, not only "+
+				"to the shell: a member of the group that traps SIGTERM never got it (it prints %q on SIGTERM); output %q", termWord, out)
+		}
+		requireGroupGone(e.t, group)
+	}},
 	{"termination/what the shell leaves running is killed and counted", func(e *env) {
 		began := time.Now()
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000), TimeoutMs: 60_000})

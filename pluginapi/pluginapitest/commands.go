@@ -45,6 +45,14 @@ type Commands struct {
 	Repeat func(s string, n int) string
 	// IgnoreTerm makes the shell ignore SIGTERM, then runs rest.
 	IgnoreTerm func(rest string) string
+	// TermWitness prints the shell's PID on the first line (with the PID
+	// namespace, as PIDThen says), then runs a process other than the
+	// shell, in the command's process group, that prints "ready" on a line
+	// once it traps SIGTERM, and word on a line when SIGTERM comes, then
+	// exits. The shell waits for it, and goes on waiting when SIGTERM comes
+	// to the shell too, so that word is not lost to a group killed because
+	// its shell ended first.
+	TermWitness func(word string) string
 	// TextOnly says the shell holds environment values as text, so one
 	// that is not UTF-8 cannot reach its output byte for byte
 	// (PowerShell's strings are UTF-16).
@@ -72,10 +80,22 @@ var POSIX = Commands{
 		return "sleep " + s + " & echo $!; setsid sleep " + s + " & echo $!; " +
 			"(setsid sleep " + s + " & echo $!) ; echo done " + posixPIDNS
 	},
+	// The shell's trap is a handler, not "ignore": the member, started
+	// after it, gets SIGTERM's default and can trap it.
+	TermWitness: func(word string) string {
+		return "echo $$ " + posixPIDNS + "; trap : TERM; sh -c '" + termMember(word) + "'"
+	},
 }
 
 // posixPIDNS prints the shell's PID namespace, or nothing.
 const posixPIDNS = "$(readlink /proc/$$/ns/pid 2>/dev/null)"
+
+// termMember is the script of TermWitness's group member, for sh -c: it
+// traps SIGTERM, which its sleeps get too (they share its group). It has
+// no quotes, so that any shell can pass it quoted.
+func termMember(word string) string {
+	return "w() { echo " + word + "; exit 0; }; trap w TERM; echo ready; while :; do sleep 0.1; done"
+}
 
 // psQuote quotes s for PowerShell: single quotes, doubled inside.
 func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -97,16 +117,9 @@ var PowerShell = Commands{
 	Touch: func(path string) string {
 		return "New-Item -ItemType File -Force -Path " + psQuote(path) + " | Out-Null"
 	},
-	Cat:      "[Console]::Out.Write([Console]::In.ReadToEnd())",
-	PrintEnv: func(name string) string { return "[Console]::Out.Write($env:" + name + ")" },
-	// The handler is C#: .NET runs it on a thread with no PowerShell
-	// runspace, where a script block cannot run.
-	IgnoreTerm: func(rest string) string {
-		return "Add-Type -TypeDefinition 'using System.Runtime.InteropServices; public static class DshIgnoreTerm { " +
-			"public static PosixSignalRegistration R; public static void Start() { " +
-			"R = PosixSignalRegistration.Create(PosixSignal.SIGTERM, c => c.Cancel = true); } }'; " +
-			"[DshIgnoreTerm]::Start(); " + rest
-	},
+	Cat:        "[Console]::Out.Write([Console]::In.ReadToEnd())",
+	PrintEnv:   func(name string) string { return "[Console]::Out.Write($env:" + name + ")" },
+	IgnoreTerm: psIgnoreTerm,
 	Count: func(n int) string {
 		return "1.." + strconv.Itoa(n) + " | ForEach-Object { [Console]::Out.WriteLine($_) }"
 	},
@@ -119,5 +132,21 @@ var PowerShell = Commands{
 	LeaveBehind: func(secs int) string {
 		return "sh -c " + psQuote(POSIX.LeaveBehind(secs))
 	},
+	// PowerShell waits for the native sh in the foreground, its own
+	// SIGTERM cancelled as IgnoreTerm does (a handler: sh gets the
+	// default).
+	TermWitness: func(word string) string {
+		return "[Console]::Out.WriteLine($PID); " + psIgnoreTerm("sh -c "+psQuote(termMember(word)))
+	},
 	TextOnly: true,
+}
+
+// psIgnoreTerm makes PowerShell ignore SIGTERM, then runs rest. The
+// handler is C#: .NET runs it on a thread with no PowerShell runspace,
+// where a script block cannot run.
+func psIgnoreTerm(rest string) string {
+	return "Add-Type -TypeDefinition 'using System.Runtime.InteropServices; public static class DshIgnoreTerm { " +
+		"public static PosixSignalRegistration R; public static void Start() { " +
+		"R = PosixSignalRegistration.Create(PosixSignal.SIGTERM, c => c.Cancel = true); } }'; " +
+		"[DshIgnoreTerm]::Start(); " + rest
 }
