@@ -1,26 +1,77 @@
 package pluginapitest
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
-// configure applies settings, skipping the case when the executor takes no
-// settings of this shape.
+// configure applies settings, which hold some of the common settings keys
+// (the shell namespace's, which every executor that takes settings
+// accepts: the pluginapi README lists them). An executor that refuses them
+// fails the case. Only one that takes no settings at all (not Configurable,
+// or declaring no settings schema and refusing everything) skips it, with
+// a reason that names the keys left unchecked.
 func configure(e *env, settings string) {
 	e.t.Helper()
+	var parsed map[string]any
+	if err := json.Unmarshal([]byte(settings), &parsed); err != nil {
+		e.t.Fatalf("the suite's settings %s are not a JSON object: %v", settings, err)
+	}
+	keys := slices.Sorted(maps.Keys(parsed))
+	unchecked := func(why string) {
+		e.t.Skipf("NOT CHECKED: the common settings key(s) %s: %s. A host cannot apply a user's %q settings to this executor",
+			strings.Join(keys, ", "), why, pluginapi.SettingsNamespace)
+	}
+	if why := takesNoSettings(e, nil); why != "" {
+		unchecked(why)
+	}
 	c, ok := e.x.(pluginapi.Configurable)
 	if !ok {
-		e.t.Skip("executor is not Configurable")
+		unchecked("the executor is not pluginapi.Configurable")
 	}
-	if err := c.Configure(e.ctx, []byte(settings)); err != nil {
-		if errors.Is(err, pluginapi.ErrInvalidSettings) {
-			e.t.Skipf("executor does not take the common settings %s: %v", settings, err)
+	err := c.Configure(e.ctx, []byte(settings))
+	if err == nil {
+		return
+	}
+	if errors.Is(err, pluginapi.ErrInvalidSettings) {
+		if why := takesNoSettings(e, err); why != "" {
+			unchecked(why)
 		}
-		e.t.Fatalf("Configure(%s): %v", settings, err)
+		e.t.Fatalf("Configure must accept the common settings key(s) %s: every executor that takes settings shares the %q "+
+			"namespace's common keys (declare them in the schema; localexec.SettingsSchemaProperties has them). Configure(%s): %v",
+			strings.Join(keys, ", "), pluginapi.SettingsNamespace, settings, err)
 	}
+	e.t.Fatalf("Configure(%s): %v", settings, err)
+}
+
+// takesNoSettings says why the executor takes no settings at all, or ""
+// when it takes some. Refused (an error of Configure's), an executor that
+// declares no settings schema takes none: over the wire that is how one
+// that is not Configurable answers.
+func takesNoSettings(e *env, refused error) string {
+	e.t.Helper()
+	if e.impl != nil {
+		if _, ok := e.impl.(pluginapi.Configurable); !ok {
+			return "the executor is not pluginapi.Configurable"
+		}
+	}
+	if refused == nil {
+		return ""
+	}
+	d, err := e.x.Describe(e.ctx)
+	if err != nil {
+		e.t.Fatalf("Describe: %v", err)
+	}
+	if strings.TrimSpace(d.SettingsSchema) == "" {
+		return fmt.Sprintf("the executor declares no settings schema and refuses settings (%v)", refused)
+	}
+	return ""
 }
 
 var settingsCases = []suiteCase{
@@ -35,11 +86,19 @@ var settingsCases = []suiteCase{
 		}
 	}},
 	{"settings/an unknown key is refused by name", func(e *env) {
+		if why := takesNoSettings(e, nil); why != "" {
+			e.t.Skipf("NOT CHECKED: that Configure refuses an unknown key by name: %s", why)
+		}
 		c, ok := e.x.(pluginapi.Configurable)
 		if !ok {
-			e.t.Skip("executor is not Configurable")
+			e.t.Skip("NOT CHECKED: that Configure refuses an unknown key by name: the executor is not pluginapi.Configurable")
 		}
 		err := c.Configure(e.ctx, []byte(`{"noSuchSetting": 1}`))
+		if errors.Is(err, pluginapi.ErrInvalidSettings) && !strings.Contains(err.Error(), "noSuchSetting") {
+			if why := takesNoSettings(e, err); why != "" {
+				e.t.Skipf("NOT CHECKED: that Configure refuses an unknown key by name: %s", why)
+			}
+		}
 		if !errors.Is(err, pluginapi.ErrInvalidSettings) || !strings.Contains(err.Error(), "noSuchSetting") {
 			e.t.Errorf("Configure must refuse an unknown key with ErrInvalidSettings naming it (noSuchSetting); got %v", err)
 		}

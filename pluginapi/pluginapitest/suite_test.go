@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,10 +134,92 @@ func TestTheSuiteKillsAPluginItsFactoryLeftRunning(t *testing.T) {
 	)
 }
 
+// configureCases are the cases that configure the common settings keys.
+var configureCases = []string{
+	"settings/defaults_and_caps_come_from_the_settings",
+	"settings/the_credential_allowlist_lets_a_variable_through",
+	"settings/scrubbing_can_be_turned_off",
+	"output/a_spill_stops_at_its_cap_and_says_so",
+	"output/background_reads_past_the_buffer_are_lossy;_the_spill_keeps_all",
+}
+
+// configureRun selects configureCases (and the unknown key's) in a child.
+const configureRun = `^TestBrokenUnderTheSuite$/^(settings|output)$/^(defaults_and|an_unknown_key|the_credential|scrubbing|a_spill_stops|background_reads_past)`
+
+// An executor that takes settings yet refuses the common keys fails each
+// case that configures them, naming the keys; it does not skip them.
+func TestTheSuiteFailsAnExecutorThatRefusesTheCommonSettings(t *testing.T) {
+	out := runChild(t, "refusing", configureRun)
+	for _, c := range configureCases {
+		requireAll(t, out, "--- FAIL: TestBrokenUnderTheSuite/"+c)
+	}
+	requireAll(t, out,
+		"Configure must accept the common settings key(s) defaultOutputBytes, defaultTimeoutMs, killGraceMs, maxTimeoutMs:",
+		"Configure must accept the common settings key(s) spillCapBytes:",
+	)
+	if strings.Contains(out, "--- SKIP") {
+		t.Errorf("the suite skipped cases of an executor that refuses the common settings:\n%s", out)
+	}
+}
+
+// An executor that takes no settings at all, here or over the wire, has
+// the cases that configure the common keys skipped, loudly, naming them.
+func TestTheSuiteSkipsLoudlyForAnExecutorWithoutSettings(t *testing.T) {
+	for _, setup := range []string{"settingless", "settingless-remote"} {
+		t.Run(setup, func(t *testing.T) {
+			out, err := runChildOf(t, setup, configureRun)
+			if err != nil {
+				t.Errorf("the suite failed an executor that takes no settings (%s): %v\n%s", setup, err, out)
+			}
+			for _, c := range configureCases {
+				requireAll(t, out, "--- SKIP: TestBrokenUnderTheSuite/"+c)
+			}
+			requireAll(t, out,
+				"NOT CHECKED: the common settings key(s) defaultOutputBytes, defaultTimeoutMs, killGraceMs, maxTimeoutMs:",
+				"NOT CHECKED: the common settings key(s) backgroundBufferBytes:",
+				"NOT CHECKED: that Configure refuses an unknown key by name:",
+			)
+		})
+	}
+}
+
+// refusingSettings takes settings, and refuses every key.
+type refusingSettings struct{ pluginapi.ShellExecutor }
+
+func (refusingSettings) Configure(_ context.Context, settings []byte) error {
+	return fmt.Errorf("%w: not a key of mine: %s", pluginapi.ErrInvalidSettings, settings)
+}
+
+// settingless takes no settings: it is not Configurable and declares no
+// settings schema.
+type settingless struct{ pluginapi.ShellExecutor }
+
+func (s settingless) Describe(ctx context.Context) (pluginapi.Description, error) {
+	d, err := s.ShellExecutor.Describe(ctx)
+	d.SettingsSchema = ""
+	return d, err
+}
+
 // TestBrokenUnderTheSuite is the child run: the suite over the broken
-// setup childVar names. It fails, as it should; it runs only as a child.
+// setup childVar names. It fails, as it should (but for an executor that
+// takes no settings, whose cases about them it skips); it runs only as a
+// child.
 func TestBrokenUnderTheSuite(t *testing.T) {
 	switch os.Getenv(childVar) {
+	case "refusing":
+		pluginapitest.Run(t, func(t *testing.T) pluginapi.ShellExecutor {
+			return refusingSettings{bashExecutor("bash", nil)}
+		})
+	case "settingless":
+		pluginapitest.Run(t, func(t *testing.T) pluginapi.ShellExecutor {
+			return settingless{bashExecutor("bash", nil)}
+		})
+	case "settingless-remote":
+		// Over the wire, the suite cannot see that the executor is not
+		// Configurable: the server adapter refuses its settings.
+		pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+			return pluginapitest.Serve(t, settingless{bashExecutor("bash", nil)})
+		}, pluginapitest.Options{Remote: true})
 	case "untagged":
 		// The commands run under `env -u DSH_EXEC_ID`: what they start
 		// carries no tag, so the executor cannot find what left the group.
@@ -174,6 +257,16 @@ func TestBrokenUnderTheSuite(t *testing.T) {
 // returns the child's output.
 func runChild(t *testing.T, setup, run string) string {
 	t.Helper()
+	out, err := runChildOf(t, setup, run)
+	if err == nil {
+		t.Errorf("the suite passed a broken executor (%s):\n%s", setup, out)
+	}
+	return out
+}
+
+// runChildOf is runChild, the child's failure returned as its error.
+func runChildOf(t *testing.T, setup, run string) (string, error) {
+	t.Helper()
 	mark := make([]byte, 8)
 	_, _ = rand.Read(mark)
 	kv := markVar + "=" + hex.EncodeToString(mark)
@@ -182,16 +275,13 @@ func runChild(t *testing.T, setup, run string) string {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+run, "-test.v", "-test.count=1", "-test.timeout=100s")
 	cmd.Env = append(os.Environ(), childVar+"="+setup, kv)
 	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Errorf("the suite passed a broken executor (%s):\n%s", setup, out)
-	}
 	if left := withEnv(kv); len(left) > 0 {
 		for _, pid := range left {
 			_ = syscallKill(pid)
 		}
 		t.Errorf("processes %v of the child run outlived it (now killed)", left)
 	}
-	return string(out)
+	return string(out), err
 }
 
 // withEnv lists the live processes, other than this one, whose environment
