@@ -16,6 +16,27 @@ import (
 // goneWithin is how long a killed process group may take to disappear.
 const goneWithin = 5 * time.Second
 
+// procDir is where the checks read the processes: /proc (a test points it
+// elsewhere to see a check that cannot look fail).
+var procDir = "/proc"
+
+// requireLooking fails the test unless procDir can tell which processes
+// are alive, and, for a process numbered in a PID namespace of its own,
+// which namespace this test's is: a check that cannot look must not pass.
+func requireLooking(t testing.TB, check string, refs ...procRef) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(procDir, "self", "stat")); err != nil {
+		t.Fatalf("%s cannot look: it reads %s, which it cannot read here (%v). The suite does not pass a check it "+
+			"cannot make: run it where %s is mounted (Linux)", check, procDir, err, procDir)
+	}
+	for _, r := range refs {
+		if r.ns != "" && ownPIDNS() == "" {
+			t.Fatalf("%s cannot look: process %s is numbered in a PID namespace, and this test's own cannot be read from %s",
+				check, r, procDir)
+		}
+	}
+}
+
 // procRef is a process as a command printed it: its number, and the PID
 // namespace that numbers it ("": this test's own).
 type procRef struct {
@@ -32,14 +53,14 @@ func (r procRef) String() string {
 
 // ownPIDNS is this process's PID namespace.
 func ownPIDNS() string {
-	ns, _ := os.Readlink("/proc/self/ns/pid")
+	ns, _ := os.Readlink(filepath.Join(procDir, "self", "ns", "pid"))
 	return ns
 }
 
 // nsField reads the last number of a /proc/PID/status line (NSpid,
 // NSpgid): the process's, as its innermost PID namespace numbers it.
 func nsField(pid, field string) int {
-	data, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	data, err := os.ReadFile(filepath.Join(procDir, pid, "status"))
 	if err != nil {
 		return 0
 	}
@@ -58,39 +79,50 @@ func nsField(pid, field string) int {
 
 // liveIn lists the live processes of PID namespace ns (another than this
 // test's) whose field (NSpid, NSpgid) is n there: none once the
-// namespace is gone.
-func liveIn(ns, field string, n int) []int {
+// namespace is gone. It fails where /proc cannot be listed.
+func liveIn(ns, field string, n int) ([]int, error) {
+	all, err := procPIDs()
+	if err != nil {
+		return nil, err
+	}
 	var pids []int
-	for _, pid := range procPIDs() {
+	for _, pid := range all {
 		name := strconv.Itoa(pid)
-		if got, _ := os.Readlink(filepath.Join("/proc", name, "ns", "pid")); got != ns {
+		if got, _ := os.Readlink(filepath.Join(procDir, name, "ns", "pid")); got != ns {
 			continue
 		}
 		if nsField(name, field) == n && alive(pid) {
 			pids = append(pids, pid)
 		}
 	}
-	return pids
+	return pids, nil
 }
 
-// procPIDs lists the processes in /proc (none where it is missing).
-func procPIDs() []int {
-	entries, _ := os.ReadDir("/proc")
+// procPIDs lists the processes in /proc, failing where it cannot.
+func procPIDs() ([]int, error) {
+	entries, err := os.ReadDir(procDir)
+	if err != nil {
+		return nil, fmt.Errorf("listing the processes: %w", err)
+	}
 	var pids []int
 	for _, e := range entries {
 		if pid, err := strconv.Atoi(e.Name()); err == nil {
 			pids = append(pids, pid)
 		}
 	}
-	return pids
+	return pids, nil
 }
 
 // groupMembers lists the live processes whose process group is pgid, read
-// from /proc. Zombies count as gone. It returns nil where /proc is missing.
-func groupMembers(pgid int) []int {
+// from /proc. Zombies count as gone. It fails where /proc cannot be listed.
+func groupMembers(pgid int) ([]int, error) {
+	all, err := procPIDs()
+	if err != nil {
+		return nil, err
+	}
 	var pids []int
-	for _, pid := range procPIDs() {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	for _, pid := range all {
+		stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
 		if err != nil {
 			continue
 		}
@@ -107,24 +139,26 @@ func groupMembers(pgid int) []int {
 			pids = append(pids, pid)
 		}
 	}
-	return pids
+	return pids, nil
 }
 
 // requireGroupGone fails the test unless no process of group g is alive
-// within goneWithin. It checks nothing where /proc is missing.
+// within goneWithin. It fails where it cannot look (no /proc).
 func requireGroupGone(t testing.TB, g procRef) {
 	t.Helper()
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		return
-	}
+	requireLooking(t, "the check that the command's process group is gone", g)
 	pgid := g.pid
 	deadline := time.Now().Add(goneWithin)
 	for {
 		var left []int
+		var err error
 		if g.ns == "" || g.ns == ownPIDNS() {
-			left = groupMembers(pgid)
+			left, err = groupMembers(pgid)
 		} else {
-			left = liveIn(g.ns, "NSpgid", pgid)
+			left, err = liveIn(g.ns, "NSpgid", pgid)
+		}
+		if err != nil {
+			t.Fatalf("the check that process group %s is gone cannot look: %v", g, err)
 		}
 		if len(left) == 0 {
 			return
@@ -160,20 +194,26 @@ func firstLineProc(t testing.TB, s string) procRef {
 }
 
 // requirePIDsGone fails the test unless every process is gone (or a
-// zombie) within goneWithin. It checks nothing where /proc is missing.
+// zombie) within goneWithin. It fails where it cannot look (no /proc).
 func requirePIDsGone(t testing.TB, procs ...procRef) {
 	t.Helper()
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		return
+	requireLooking(t, "the check that the processes a command started are gone", procs...)
+	live := func(r procRef) bool {
+		t.Helper()
+		pids, err := hostPIDs(r)
+		if err != nil {
+			t.Fatalf("the check that process %s is gone cannot look: %v", r, err)
+		}
+		return len(pids) > 0
 	}
-	live := func(r procRef) bool { return len(hostPIDs(r)) > 0 }
 	deadline := time.Now().Add(goneWithin)
 	for _, r := range procs {
 		for live(r) {
 			if time.Now().After(deadline) {
 				var left []int
 				for _, r := range procs {
-					left = append(left, hostPIDs(r)...)
+					pids, _ := hostPIDs(r)
+					left = append(left, pids...)
 				}
 				names := killAll(left)
 				t.Fatalf("processes %v of %v were still alive %s after the command ended; the suite killed them. "+
@@ -187,19 +227,19 @@ func requirePIDsGone(t testing.TB, procs ...procRef) {
 
 // hostPIDs lists r's live process as this test's PID namespace numbers it:
 // none when it is gone.
-func hostPIDs(r procRef) []int {
+func hostPIDs(r procRef) ([]int, error) {
 	if r.ns == "" || r.ns == ownPIDNS() {
 		if alive(r.pid) {
-			return []int{r.pid}
+			return []int{r.pid}, nil
 		}
-		return nil
+		return nil, nil
 	}
 	return liveIn(r.ns, "NSpid", r.pid)
 }
 
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return false
 	}
@@ -241,12 +281,13 @@ func newCaseMark() string {
 // where a process's environment is not ours to read.
 func marked(kv string) []int {
 	want := []byte("\x00" + kv + "\x00")
+	all, _ := procPIDs()
 	var pids []int
-	for _, pid := range procPIDs() {
+	for _, pid := range all {
 		if pid == os.Getpid() {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		env, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "environ"))
 		if err != nil || !bytes.Contains(append(append([]byte{0}, env...), 0), want) {
 			continue
 		}
@@ -260,7 +301,7 @@ func marked(kv string) []int {
 // procName describes a process for a failure message: its PID and command
 // line.
 func procName(pid int) string {
-	cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	cmdline, _ := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "cmdline"))
 	line := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
 	if len(line) > 80 {
 		line = line[:80] + "..."
