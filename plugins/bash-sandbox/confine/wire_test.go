@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -66,8 +67,10 @@ func TestFrameCarriesBytesAndFiles(t *testing.T) {
 	}
 }
 
-// A frame larger than maxFrame is refused, and its files closed.
-func TestFrameTooLarge(t *testing.T) {
+// rawPair is a Unix stream socket pair: a raw descriptor to write the
+// frame's bytes by hand, and the reading end as readFrame takes it.
+func rawPair(t *testing.T) (int, *net.UnixConn) {
+	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -76,17 +79,71 @@ func TestFrameTooLarge(t *testing.T) {
 	c, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
+		unix.Close(fds[0])
 		t.Fatal(err)
 	}
-	defer c.Close()
-	defer unix.Close(fds[0])
+	t.Cleanup(func() { c.Close(); unix.Close(fds[0]) })
+	return fds[0], c.(*net.UnixConn)
+}
+
+// A frame whose length arrives in pieces (a stream socket may hand over
+// fewer bytes than were written at once) is read whole: the rest of the
+// length is awaited, not taken from the body.
+func TestFrameLengthInPieces(t *testing.T) {
+	w, c := rawPair(t)
+	body := []byte(`{"mode":"read-only"}`)
+	var head [4]byte
+	binary.BigEndian.PutUint32(head[:], uint32(len(body)))
+	if _, err := unix.Write(w, head[:2]); err != nil {
+		t.Fatal(err)
+	}
+	rest := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // readFrame has read the first two
+		_, err := unix.Write(w, append(head[2:], body...))
+		rest <- err
+	}()
+	var v policyWire
+	fds, err := readFrame(c, &v)
+	if werr := <-rest; werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil || v.Mode != "read-only" || len(fds) != 0 {
+		t.Fatalf("readFrame: %+v, %d files, %v; want mode read-only", v, len(fds), err)
+	}
+}
+
+// A frame of exactly maxFrame bytes is read: the bound is inclusive.
+func TestFrameAtTheBound(t *testing.T) {
+	w, c := rawPair(t)
+	body := []byte(`{"mode":"` + strings.Repeat("x", maxFrame-len(`{"mode":""}`)) + `"}`)
+	var head [4]byte
+	binary.BigEndian.PutUint32(head[:], uint32(len(body)))
+	sent := make(chan error, 1)
+	go func() { _, err := unix.Write(w, append(head[:], body...)); sent <- err }()
+	var v policyWire
+	fds, err := readFrame(c, &v)
+	if err != nil {
+		c.Close() // the writer, blocked on the unread body, gets EPIPE
+	}
+	if werr := <-sent; werr != nil && err == nil {
+		t.Fatal(werr)
+	}
+	if err != nil || len(v.Mode) != maxFrame-len(`{"mode":""}`) || len(fds) != 0 {
+		t.Fatalf("a frame of exactly %d bytes: mode of %d bytes, %d files, %v", maxFrame, len(v.Mode), len(fds), err)
+	}
+}
+
+// A frame larger than maxFrame is refused, and its files closed.
+func TestFrameTooLarge(t *testing.T) {
+	w, c := rawPair(t)
 	var head [4]byte
 	binary.BigEndian.PutUint32(head[:], maxFrame+1)
-	if _, err := unix.Write(fds[0], head[:]); err != nil {
+	if _, err := unix.Write(w, head[:]); err != nil {
 		t.Fatal(err)
 	}
 	var v policyWire
-	if _, err := readFrame(c.(*net.UnixConn), &v); err == nil || !strings.Contains(err.Error(), "a frame of") {
+	if _, err := readFrame(c, &v); err == nil || !strings.Contains(err.Error(), "a frame of") {
 		t.Errorf("a frame of %d bytes read: %v", maxFrame+1, err)
 	}
 }
