@@ -406,3 +406,67 @@ func zombieOrGone(pid int) bool {
 	i := strings.LastIndexByte(string(stat), ')')
 	return i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z")
 }
+
+// Settings given to Configure hold for every later generation: a reload and
+// a restart after the plugin was killed launch the executor with them, not
+// with its defaults (a 120,000 ms timeout).
+func TestConfiguredSettingsOutliveAReloadAndARestart(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const timeoutMs = 4321
+	if err := r.Configure(ctx, []byte(fmt.Sprintf(`{"defaultTimeoutMs": %d}`, timeoutMs))); err != nil {
+		t.Fatal(err)
+	}
+	requireDefaultTimeout(t, r, timeoutMs, "after Configure")
+
+	_, firstPID := r.Generation()
+	if err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, firstPID)
+	if gen, pid := r.Generation(); gen != 2 || pid == 0 || pid == firstPID {
+		t.Fatalf("generation %d, plugin %d (old %d): want a new plugin", gen, pid, firstPID)
+	}
+	requireDefaultTimeout(t, r, timeoutMs, "after a reload")
+
+	_, secondPID := r.Generation()
+	if err := syscall.Kill(secondPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, secondPID)
+	waitGeneration(t, r, 3, "the plugin was killed")
+	requireDefaultTimeout(t, r, timeoutMs, "after the killed plugin was restarted")
+
+	_, thirdPID := r.Generation()
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, thirdPID)
+}
+
+// requireDefaultTimeout fails unless a request without a timeout gets want
+// ms from r's executor: in its Resolve, and as the effective timeout of a
+// run.
+func requireDefaultTimeout(t *testing.T, r *host.Runtime, want int64, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spec, err := r.Shell().Resolve(ctx, pluginapi.ExecRequest{Command: "true"})
+	if err != nil {
+		t.Fatalf("%s: Resolve: %v", when, err)
+	}
+	if spec.TimeoutMs != want {
+		t.Errorf("%s: Resolve gives a timeout of %d ms, want the configured %d", when, spec.TimeoutMs, want)
+	}
+	res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "true"}, nil)
+	if err != nil {
+		t.Fatalf("%s: run: %v", when, err)
+	}
+	if res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Errorf("%s: `true` ran as %+v", when, res)
+	}
+	if res.TimeoutMs != want {
+		t.Errorf("%s: the run's effective timeout is %d ms, want the configured %d", when, res.TimeoutMs, want)
+	}
+}
