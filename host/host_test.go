@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +74,49 @@ func alive(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(stat), ')')
 	return i > 0 && !strings.HasPrefix(string(stat[i+1:]), " Z")
+}
+
+// readPID reads a command's output with read until its first line is
+// whole, and returns that line as a process id. The test fails unless it is
+// a positive pid within 10 s: a pid of 0 (a line not read, or not a number)
+// would make every check that the process is gone pass at once.
+func readPID(t *testing.T, read func() (string, error)) int {
+	t.Helper()
+	var out strings.Builder
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		delta, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString(delta)
+		if pid, whole, err := firstLinePID(out.String()); whole {
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no whole line (a pid) within 10 s; the output so far: %q", out.String())
+		}
+	}
+}
+
+// firstLinePID parses the first line of out as a process id; whole is false
+// while that line has not ended. A line that is not a positive number is an
+// error.
+func firstLinePID(out string) (pid int, whole bool, err error) {
+	line, _, whole := strings.Cut(out, "\n")
+	if !whole {
+		return 0, false, nil
+	}
+	pid, err = strconv.Atoi(strings.TrimSpace(line))
+	if err == nil && pid <= 0 {
+		err = fmt.Errorf("%d is no process id", pid)
+	}
+	if err != nil {
+		return 0, true, fmt.Errorf("the first line %q is not a process id: %w", line, err)
+	}
+	return pid, true, nil
 }
 
 // requireGone fails unless pid is gone (or a zombie) within a few seconds.
@@ -153,19 +198,10 @@ func startSleep(t *testing.T, h *host.Host) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); {
+	return readPID(t, func() (string, error) {
 		r, err := p.ReadOutput(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Sscan(r.Delta, &pid)
-		time.Sleep(10 * time.Millisecond)
-	}
-	if pid == 0 {
-		t.Fatal("the background command never printed its pid")
-	}
-	return pid
+		return r.Delta, err
+	})
 }
 
 func TestAPluginSentSIGTERMTerminatesWhatItRuns(t *testing.T) {
@@ -225,15 +261,24 @@ func TestAPluginOutlivesNoHost(t *testing.T) {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
+		var out strings.Builder
 		var escaped int
-		for escaped == 0 {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			d, _, err := r.Jobs().Output(ctx, "alice", job.ID)
 			if err != nil {
 				fmt.Println("error", err)
 				os.Exit(1)
 			}
-			fmt.Sscan(d.Delta, &escaped)
-			time.Sleep(10 * time.Millisecond)
+			out.WriteString(d.Delta)
+			pid, whole, err := firstLinePID(out.String())
+			if err != nil || (!whole && time.Now().After(deadline)) {
+				fmt.Printf("error: the escaped process's pid: %v (output %q)\n", err, out.String())
+				os.Exit(1)
+			}
+			if whole {
+				escaped = pid
+				break
+			}
 		}
 		_, pid := r.Generation()
 		fmt.Println("plugin", pid, escaped)
@@ -253,10 +298,23 @@ func TestAPluginOutlivesNoHost(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	// A child that never says its line must not hold the test: past the
+	// bound, the cleanup kills it, which ends the read.
+	said := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		said <- line
+	}()
+	var line string
+	select {
+	case line = <-said:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the child said nothing within 30 s")
+	}
 	var word string
 	var pluginPID, escaped int
-	if _, err := fmt.Fscan(out, &word, &pluginPID, &escaped); err != nil || word != "plugin" {
-		t.Fatalf("child said %q %d %d: %v", word, pluginPID, escaped, err)
+	if _, err := fmt.Sscan(line, &word, &pluginPID, &escaped); err != nil || word != "plugin" || pluginPID <= 0 || escaped <= 0 {
+		t.Fatalf("the child said %q, want \"plugin PID ESCAPED\" with two pids: %v", line, err)
 	}
 	children := childrenOf(pluginPID)
 	if len(children) == 0 {

@@ -76,14 +76,7 @@ func TestJobKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		r, _, err := jobs.Output(ctx, "alice", info.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Sscan(r.Delta, &pid)
-	}
+	pid := jobPID(t, jobs, "alice", info.ID)
 	if killed, err := jobs.Kill(ctx, "alice", info.ID); err != nil || !killed {
 		t.Fatalf("Kill: %v %v", killed, err)
 	}
@@ -95,6 +88,15 @@ func TestJobKill(t *testing.T) {
 	if killed, err := jobs.Kill(ctx, "alice", info.ID); err != nil || killed {
 		t.Errorf("a second Kill: %v %v, want false", killed, err)
 	}
+}
+
+// jobPID reads the pid that a job of owner's prints on its first line.
+func jobPID(t *testing.T, jobs *host.Jobs, owner string, id host.JobID) int {
+	t.Helper()
+	return readPID(t, func() (string, error) {
+		r, _, err := jobs.Output(context.Background(), owner, id)
+		return r.Delta, err
+	})
 }
 
 func TestFinishedJobsAreRememberedBoundedly(t *testing.T) {

@@ -88,7 +88,7 @@ func TestReloadKillsTheOldJobsAndServesFromTheNewPlugin(t *testing.T) {
 		out.WriteString(d.Delta)
 	}
 	var escaped, shell int
-	if _, err := fmt.Sscan(out.String(), &escaped, &shell); err != nil {
+	if _, err := fmt.Sscan(out.String(), &escaped, &shell); err != nil || escaped <= 0 || shell <= 0 {
 		t.Fatalf("the job did not print its pids: %q", out.String())
 	}
 
@@ -230,14 +230,10 @@ func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sleepPID int
-	for deadline := time.Now().Add(10 * time.Second); sleepPID == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	sleepPID := readPID(t, func() (string, error) {
 		d, _, err := r.Jobs().Output(ctx, "alice", job.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Sscan(d.Delta, &sleepPID)
-	}
+		return d.Delta, err
+	})
 	if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
