@@ -90,6 +90,40 @@ func TestJobKill(t *testing.T) {
 	}
 }
 
+// Only a job's owner can kill it: another owner's Kill is refused as for
+// a job it does not know, and the job runs on.
+func TestJobKillByAnotherOwnerIsRefused(t *testing.T) {
+	jobs, _ := jobsOn(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "echo $$; exec sleep 1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := jobPID(t, jobs, "alice", info.ID)
+	killed, err := jobs.Kill(ctx, "bob", info.ID)
+	if !errors.Is(err, host.ErrUnknownJob) || killed {
+		t.Errorf("bob's Kill of alice's job: %v %v, want false and ErrUnknownJob", killed, err)
+	}
+	if err != nil && !strings.Contains(err.Error(), string(info.ID)) {
+		t.Errorf("the refusal %q does not name the job %s", err, info.ID)
+	}
+	time.Sleep(100 * time.Millisecond) // a kill in flight would show by now
+	if !alive(pid) {
+		t.Fatalf("alice's job %d is gone after bob's Kill", pid)
+	}
+	if _, now, err := jobs.Output(ctx, "alice", info.ID); err != nil || now.State != host.JobRunning {
+		t.Errorf("alice's job after bob's Kill: %+v %v, want running", now, err)
+	}
+	if killed, err := jobs.Kill(ctx, "alice", info.ID); err != nil || !killed {
+		t.Fatalf("alice's Kill: %v %v", killed, err)
+	}
+	requireGone(t, pid)
+	if done, err := jobs.Wait(ctx, "alice", info.ID); err != nil || done.State != host.JobKilled {
+		t.Errorf("after alice's Kill: %+v %v, want killed", done, err)
+	}
+}
+
 // jobPID reads the pid that a job of owner's prints on its first line.
 func jobPID(t *testing.T, jobs *host.Jobs, owner string, id host.JobID) int {
 	t.Helper()
