@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,23 +199,179 @@ func TestJobsCloseKillsAndJoins(t *testing.T) {
 }
 
 // A job that starts while Jobs closes is killed too: Close never waits on a
-// process it did not see.
+// process it did not see, and that process does not outlive it.
 func TestJobsCloseRacingStart(t *testing.T) {
 	h := launch(t, host.Executor{Name: "bash-local", Path: pluginBin})
+	pluginPID := h.PluginPID()
+	if pluginPID <= 0 {
+		t.Fatalf("plugin pid %d", pluginPID)
+	}
+	sleep := pluginapi.ExecRequest{Command: "exec sleep 1000"}
+
+	// First the interleaving that matters, forced: the process has started,
+	// Close begins (it kills the one job it sees, so it has marked Jobs
+	// closed), and only then does Start go on, to find Jobs closed.
+	shell := &racedShell{ShellExecutor: h.Shell()}
+	jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return shell, 1, func() {} }, 0)
+	if _, err := jobs.Start(context.Background(), "alice", sleep); err != nil {
+		t.Fatal(err)
+	}
+	began, release, closing := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var releaseOnce, closingOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	defer letGo() // a failure below must not leave Start waiting
+	shell.hooks(func() { close(began); <-release }, func() { closingOnce.Do(func() { close(closing) }) })
+	raced := make(chan error, 1)
+	go func() {
+		_, err := jobs.Start(context.Background(), "alice", sleep)
+		raced <- err
+	}()
+	await(t, began, "the racing Start to start its process")
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		closed <- jobs.Close(ctx)
+	}()
+	await(t, closing, "Close to kill the job it sees")
+	letGo()
+	if err := awaitValue(t, raced, "the racing Start"); !errors.Is(err, host.ErrJobsClosed) {
+		t.Errorf("the Start that found Jobs closed after starting its process: %v, want ErrJobsClosed", err)
+	}
+	if err := awaitValue(t, closed, "Close"); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	shell.requireAllKilled(t, pluginPID, "the forced race")
+
+	// Then Close at varied moments of a Start.
 	for i := range 10 {
-		jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return h.Shell(), 1, func() {} }, 0)
-		started := make(chan struct{})
+		shell := &racedShell{ShellExecutor: h.Shell()}
+		jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return shell, 1, func() {} }, 0)
+		raced := make(chan error, 1)
 		go func() {
-			close(started)
-			_, _ = jobs.Start(context.Background(), "alice", pluginapi.ExecRequest{Command: "exec sleep 1000"})
+			_, err := jobs.Start(context.Background(), "alice", sleep)
+			raced <- err
 		}()
-		<-started
 		time.Sleep(time.Duration(i) * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := jobs.Close(ctx)
 		cancel()
 		if err != nil {
 			t.Fatalf("round %d: Close: %v", i, err)
+		}
+		if err := awaitValue(t, raced, "the racing Start"); err != nil && !errors.Is(err, host.ErrJobsClosed) {
+			t.Errorf("round %d: Start: %v, want a job or ErrJobsClosed", i, err)
+		}
+		shell.requireAllKilled(t, pluginPID, fmt.Sprintf("round %d", i))
+	}
+
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, pluginPID)
+}
+
+// await fails the test unless ch is closed within 10 s.
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10 s for %s", what)
+	}
+}
+
+// awaitValue returns what ch gives within 10 s, and fails the test
+// otherwise.
+func awaitValue[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10 s for %s", what)
+		panic("unreachable")
+	}
+}
+
+// racedShell passes everything to a real executor, keeps each process it
+// started, and runs hooks: onStart once the real Start has started a
+// process (before Start returns it), onKill before each Kill of one.
+type racedShell struct {
+	pluginapi.ShellExecutor
+	mu      sync.Mutex
+	procs   []pluginapi.ShellProcess
+	onStart func()
+	onKill  func()
+}
+
+// hooks sets the hooks; nil for none.
+func (s *racedShell) hooks(onStart, onKill func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onStart, s.onKill = onStart, onKill
+}
+
+func (s *racedShell) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {
+	p, err := s.ShellExecutor.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	onStart := s.onStart
+	s.mu.Unlock()
+	if onStart != nil {
+		onStart()
+	}
+	return racedProcess{p, s}, nil
+}
+
+type racedProcess struct {
+	pluginapi.ShellProcess
+	s *racedShell
+}
+
+func (p racedProcess) Kill(ctx context.Context) (bool, error) {
+	p.s.mu.Lock()
+	onKill := p.s.onKill
+	p.s.mu.Unlock()
+	if onKill != nil {
+		onKill()
+	}
+	return p.ShellProcess.Kill(ctx)
+}
+
+// requireAllKilled fails the test unless every process s started has ended
+// killed, as its executor says, and the plugin at pluginPID has no live
+// child left.
+func (s *racedShell) requireAllKilled(t *testing.T, pluginPID int, when string) {
+	t.Helper()
+	s.mu.Lock()
+	procs := s.procs
+	s.mu.Unlock()
+	for i, p := range procs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		exit, err := p.Wait(ctx)
+		cancel()
+		if err != nil {
+			t.Errorf("%s: process %d of %d (%s) still runs after Close: %v", when, i+1, len(procs), p.ID(), err)
+		} else if !exit.Killed {
+			t.Errorf("%s: process %d of %d (%s) ended %+v, want killed", when, i+1, len(procs), p.ID(), exit)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var live []int
+		for _, c := range childrenOf(pluginPID) {
+			if alive(c) {
+				live = append(live, c)
+			}
+		}
+		if len(live) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the plugin still runs %v after Close", when, live)
 		}
 	}
 }
