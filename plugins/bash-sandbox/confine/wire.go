@@ -157,25 +157,23 @@ func readFrame(c frameConn, v any) ([]int, error) {
 		return nil, err
 	}
 	var fds []int
-	if oobn > 0 {
-		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range msgs {
-			got, err := unix.ParseUnixRights(&m)
-			if err != nil {
-				closeAll(fds)
-				return nil, err
-			}
-			fds = append(fds, got...)
-		}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn]) // none when oobn is 0
+	if err != nil {
+		return nil, err
 	}
-	if n < len(head) {
-		if _, err := io.ReadFull(c, head[n:]); err != nil {
+	for _, m := range msgs {
+		got, err := unix.ParseUnixRights(&m)
+		if err != nil {
 			closeAll(fds)
 			return nil, err
 		}
+		fds = append(fds, got...)
+	}
+	// The rest of the length, when the first read was short (a no-op when
+	// it was not).
+	if _, err := io.ReadFull(c, head[n:]); err != nil {
+		closeAll(fds)
+		return nil, err
 	}
 	size := binary.BigEndian.Uint32(head[:])
 	if size > maxFrame {
