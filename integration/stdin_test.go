@@ -67,3 +67,16 @@ func TestMCPCommandStdinIsDevNullNotTheProtocol(t *testing.T) {
 		t.Errorf("the next call: %q (error %v)", text, isErr)
 	}
 }
+
+// Nor does the plugin hold the protocol: go-plugin hands the plugin its
+// host's stdin, which under dsh-host mcp is the client's pipe, so a plugin
+// (or anything it starts other than a command) that read its stdin would
+// take the client's messages. pluginapi.Serve puts /dev/null there first.
+func TestMCPPluginStdinIsDevNullNotTheProtocol(t *testing.T) {
+	cs := mcpSession(t, scenario(t))
+	// The command's parent is the plugin (bash-local, built in).
+	text, isErr := call(t, cs, "bash", map[string]any{"command": `readlink /proc/$PPID/fd/0`})
+	if isErr || text != "/dev/null" {
+		t.Errorf("the plugin's stdin is %q (error %v), want /dev/null: it holds dsh-host mcp's protocol pipe", text, isErr)
+	}
+}

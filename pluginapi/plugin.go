@@ -92,6 +92,9 @@ func Serve(impl ShellExecutor) {
 	// First, before anything could start a process that inherits the
 	// descriptor.
 	tlsConfig, tlsErr := serverTLS()
+	if err := detachStdin(); err != nil {
+		logger.Warn("the plugin's stdin is still its host's", "error", err)
+	}
 	life, stop := context.WithCancel(context.Background())
 	defer stop()
 	// When the host dies, the pipes to it break. A write to a broken stdout
