@@ -17,6 +17,7 @@ import (
 // it: a client with other keys, or none, is refused, and the plugin then
 // exits with nothing served; the right keys are answered.
 func TestPluginConnectionIsMutualTLS(t *testing.T) {
+	t.Parallel() // among the slowest: they overlap, after the others
 	bin := filepath.Join(t.TempDir(), "dsh-executor-bash-local")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local").CombinedOutput(); err != nil {
 		t.Fatalf("building the plugin: %v\n%s", err, out)

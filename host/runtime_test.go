@@ -163,6 +163,7 @@ func TestAForegroundRunOnTheOldExecutorIsAbortedAfterTheDrainGrace(t *testing.T)
 }
 
 func TestReloadUnderLoadFailsNoCall(t *testing.T) {
+	t.Parallel() // among the slowest: they overlap, after the others
 	if testing.Short() {
 		t.Skip("10 s of load")
 	}
