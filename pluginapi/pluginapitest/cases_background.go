@@ -110,6 +110,38 @@ var backgroundCases = []suiteCase{
 			e.t.Errorf("a read after everything was read must return nothing; got %q", r.Delta)
 		}
 	}},
+	{"background/a process that names its spill files says where each read ends", func(e *env) {
+		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.OutErr("abc", "de")}))
+		if err != nil {
+			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
+		}
+		if _, err := p.Wait(e.ctx); err != nil {
+			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
+		}
+		r, err := p.ReadOutput(e.ctx)
+		if err != nil {
+			e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
+		}
+		named := false
+		if sn, ok := p.(pluginapi.SpillNamer); ok {
+			out, errPath := sn.SpillPaths()
+			named = out != "" || errPath != ""
+		}
+		if r.Ends == nil {
+			if named {
+				e.t.Fatalf("a process that names its spill files (SpillNamer) must say where each read ends (OutputRead.Ends): a host that loses the executor reads on in those files from there")
+			}
+			e.t.Skip("NOT CHECKED: the process names no spill files and says nothing of where its reads end (OutputRead.Ends is optional then)")
+		}
+		out, errText, _ := strings.Cut(r.Delta, pluginapi.StderrSectionHeader)
+		if out != "abc\n" || errText != "de\n" {
+			e.t.Fatalf("the read must hold both streams: %q", r.Delta)
+		}
+		if r.Ends.Stdout != int64(len(out)) || r.Ends.Stderr != int64(len(errText)) {
+			e.t.Errorf("Ends must be where the read's text ends in each stream: {%d %d}, want {%d %d}",
+				r.Ends.Stdout, r.Ends.Stderr, len(out), len(errText))
+		}
+	}},
 	{"background/a finished process can be released, a running one cannot", func(e *env) {
 		running, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.Sleep(1000)}))
 		if err != nil {

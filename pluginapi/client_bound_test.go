@@ -1,0 +1,85 @@
+package pluginapi_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
+)
+
+// stuckExecutor is a plugin's executor whose Run answers at once, or, when
+// stuck, never settles until the test lets it go, whatever the host asks:
+// a wedged plugin, as the client's bound must survive.
+type stuckExecutor struct {
+	pluginapi.ShellExecutor // nothing else is called
+	stuck                   bool
+	release                 chan struct{}
+}
+
+func (x *stuckExecutor) Run(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.RunResult, error) {
+	if x.stuck {
+		<-x.release
+	}
+	zero := 0
+	return pluginapi.RunResult{ExitCode: &zero}, nil
+}
+
+func (x *stuckExecutor) Close(context.Context) error { return nil }
+
+// serveStuck serves a stuckExecutor over real gRPC; the stuck Run is let go
+// before the server stops.
+func serveStuck(t *testing.T, stuck bool) pluginapi.ShellExecutor {
+	x := &stuckExecutor{stuck: stuck, release: make(chan struct{})}
+	client := pluginapitest.Serve(t, x) // its cleanup runs after ours below
+	t.Cleanup(func() { close(x.release) })
+	return client
+}
+
+// The client bounds a run by its timeout, its kill grace and a margin: a
+// plugin that never settles cannot hold the caller, and says which bound
+// ran out, the run's or the abort's.
+func TestARunThatNeverSettlesIsBounded(t *testing.T) {
+	spec := pluginapi.ExecSpec{Command: "true", Workdir: "/", TimeoutMs: 100, KillGraceMs: 100, StdoutMaxBytes: 10, StderrMaxBytes: 10}
+	for _, tc := range []struct {
+		name, want string
+		abort      bool
+	}{
+		{"the run's bound", "the command did not settle within 5.2s", false},
+		{"the abort's bound", "the command did not settle within 5.1s of the abort", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			x := serveStuck(t, true)
+			ctx := context.Background()
+			if tc.abort {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+			}
+			began := time.Now()
+			_, err := x.Run(ctx, spec)
+			took := time.Since(began)
+			if !errors.Is(err, pluginapi.ErrPluginUnavailable) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("a run the plugin never settles: %v after %s; want ErrPluginUnavailable saying %q", err, took, tc.want)
+			}
+			if took > 30*time.Second {
+				t.Errorf("the bound held the caller %s", took)
+			}
+		})
+	}
+}
+
+// A kill grace longer than the timeout widens the client's bound, never
+// shrinks it below zero: the run settles as the plugin answers.
+func TestAKillGraceLongerThanTheTimeoutKeepsTheRun(t *testing.T) {
+	x := serveStuck(t, false)
+	spec := pluginapi.ExecSpec{Command: "true", Workdir: "/", TimeoutMs: 1000, KillGraceMs: 7000, StdoutMaxBytes: 10, StderrMaxBytes: 10}
+	res, err := x.Run(t.Context(), spec)
+	if err != nil || res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Fatalf("a run with a 7 s kill grace and a 1 s timeout: %+v, %v; want it settled with exit 0", res, err)
+	}
+}
