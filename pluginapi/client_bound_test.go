@@ -83,3 +83,26 @@ func TestAKillGraceLongerThanTheTimeoutKeepsTheRun(t *testing.T) {
 		t.Fatalf("a run with a 7 s kill grace and a 1 s timeout: %+v, %v; want it settled with exit 0", res, err)
 	}
 }
+
+// failingClose is an executor whose first Close fails: it could not
+// terminate what it runs.
+type failingClose struct {
+	pluginapi.ShellExecutor // nothing else is called
+	closes                  int
+}
+
+func (x *failingClose) Close(context.Context) error {
+	if x.closes++; x.closes == 1 {
+		return errors.New("could not terminate process 4242")
+	}
+	return nil
+}
+
+// An executor's Close that fails reaches the host as an error, its reason
+// with it: a host must not take for closed what still runs.
+func TestAFailedCloseReachesTheHost(t *testing.T) {
+	x := pluginapitest.Serve(t, &failingClose{})
+	if err := x.Close(t.Context()); err == nil || !strings.Contains(err.Error(), "could not terminate process 4242") {
+		t.Errorf("Close over the wire of an executor whose Close failed: %v, want its error", err)
+	}
+}

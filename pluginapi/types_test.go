@@ -136,3 +136,30 @@ func TestStreamString(t *testing.T) {
 		}
 	}
 }
+
+// IncompleteUTF8Tail counts the bytes of a character cut short at the end,
+// and nothing else: not a whole character, not bytes that are not UTF-8.
+func TestIncompleteUTF8Tail(t *testing.T) {
+	for _, tc := range []struct {
+		p    string
+		want int
+	}{
+		{"", 0},
+		{"abc", 0},
+		{"caf\u00e9", 0},          // a whole 2-byte character
+		{"\u20ac", 0},             // a whole 3-byte one
+		{"x\U0001F600", 0},        // a whole 4-byte one
+		{"\xf0", 1},               // only a lead byte
+		{"x\xf0\x9f", 2},          // a 4-byte character cut after 2
+		{"x\xf0\x9f\x98", 3},      // ... after 3
+		{"ab\xe2\x82", 2},         // a 3-byte one cut after 2
+		{"\xc3", 1},               // a 2-byte one cut after 1
+		{"a\x80\x80\x80\x80", 0},  // continuation bytes with no lead: not UTF-8
+		{"\xc3\x80\x80\x80", 0},   // a whole 2-byte character, then stray bytes
+		{"\U0001F600\xe2\x82", 2}, // a whole one, then one cut short
+	} {
+		if got := IncompleteUTF8Tail([]byte(tc.p)); got != tc.want {
+			t.Errorf("IncompleteUTF8Tail(%q) = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+}
