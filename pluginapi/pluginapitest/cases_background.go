@@ -111,17 +111,7 @@ var backgroundCases = []suiteCase{
 		}
 	}},
 	{"background/a process that names its spill files says where each read ends", func(e *env) {
-		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.OutErr("abc", "de")}))
-		if err != nil {
-			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
-		}
-		if _, err := p.Wait(e.ctx); err != nil {
-			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
-		}
-		r, err := p.ReadOutput(e.ctx)
-		if err != nil {
-			e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
-		}
+		p, r := e.finished(e.sh.OutErr("abc", "de"))
 		named := false
 		if sn, ok := p.(pluginapi.SpillNamer); ok {
 			out, errPath := sn.SpillPaths()
@@ -168,17 +158,7 @@ var backgroundCases = []suiteCase{
 		}
 	}},
 	{"background/stderr comes in a marked section", func(e *env) {
-		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.OutErr("bg-out", "bg-err")}))
-		if err != nil {
-			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
-		}
-		if _, err := p.Wait(e.ctx); err != nil {
-			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
-		}
-		r, err := p.ReadOutput(e.ctx)
-		if err != nil {
-			e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
-		}
+		_, r := e.finished(e.sh.OutErr("bg-out", "bg-err"))
 		if want := "bg-out\n" + pluginapi.StderrSectionHeader + "bg-err\n"; r.Delta != want {
 			e.t.Errorf("ReadOutput must give stdout, then stderr after pluginapi.StderrSectionHeader: got %q, want %q", r.Delta, want)
 		}

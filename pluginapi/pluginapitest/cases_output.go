@@ -89,17 +89,7 @@ var outputCases = []suiteCase{
 	{"output/background reads past the buffer are lossy; the spill keeps all", func(e *env) {
 		configure(e, `{"backgroundBufferBytes": 1000}`)
 		want := countOutput(10000)
-		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.Count(10000)}))
-		if err != nil {
-			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
-		}
-		if _, err := p.Wait(e.ctx); err != nil {
-			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
-		}
-		r, err := p.ReadOutput(e.ctx)
-		if err != nil {
-			e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
-		}
+		p, r := e.finished(e.sh.Count(10000))
 		if !r.Lossy || len(r.Delta) > 1000 || !strings.HasSuffix(r.Delta, "9999\n10000\n") {
 			e.t.Errorf("a read past backgroundBufferBytes (1000) must be Lossy and give the last bytes within it: read %d bytes, lossy %v", len(r.Delta), r.Lossy)
 		}

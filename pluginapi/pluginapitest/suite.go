@@ -154,6 +154,24 @@ func (e *env) run(req pluginapi.ExecRequest) pluginapi.RunResult {
 	return res
 }
 
+// finished starts command in the background, waits for it to finish, and
+// reads its output once, failing the test on an error.
+func (e *env) finished(command string) (pluginapi.ShellProcess, pluginapi.OutputRead) {
+	e.t.Helper()
+	p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: command}))
+	if err != nil {
+		e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
+	}
+	if _, err := p.Wait(e.ctx); err != nil {
+		e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
+	}
+	r, err := p.ReadOutput(e.ctx)
+	if err != nil {
+		e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
+	}
+	return p, r
+}
+
 // exitCode is the result's exit code, failing the test when there is none.
 func exitCode(t *testing.T, res pluginapi.RunResult) int {
 	t.Helper()
