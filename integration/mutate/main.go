@@ -132,8 +132,11 @@ func run(gremlins, only string, workers int) error {
 		}
 		ran++
 		out := filepath.Join(stand, strings.ReplaceAll(t.pkg, "/", "_")+".json")
+		// A mutant that hangs the tests is given three times the clean
+		// run's time (gremlins' default, five, spends minutes on each).
 		args := []string{"unleash", "--integration", "--coverpkg", "./" + t.pkg,
-			"--workers", fmt.Sprint(workers), "--output", out, "--output-statuses", "klt"}
+			"--workers", fmt.Sprint(workers), "--timeout-coefficient", "3",
+			"--output", out, "--output-statuses", "klt"}
 		if t.exclude != "" {
 			args = append(args, "--exclude-files", t.exclude)
 		}
