@@ -188,10 +188,18 @@ func printReport(pkg string, r report) bool {
 	if !ok {
 		verdict = "MISS"
 	}
-	fmt.Printf("mutate %s efficacy %.2f%% (%d killed, %d lived) target >= %.0f%% %s\n",
-		pkg, r.Efficacy, r.Killed, r.Lived, minEfficacy, verdict)
-	fmt.Printf("mutate %s mutant_coverage %.2f%% (%d of %d mutants reached by a test; %d not viable)\n",
-		pkg, r.Coverage, r.Total, r.Total+r.NotCovered, r.NotViable)
+	timedOut := 0
+	for _, f := range r.Files {
+		for _, m := range f.Mutations {
+			if m.Status == "TIMED OUT" {
+				timedOut++
+			}
+		}
+	}
+	fmt.Printf("mutate %s efficacy %.2f%% (%d killed, %d lived; %d timed out, counted as neither) target >= %.0f%% %s\n",
+		pkg, r.Efficacy, r.Killed, r.Lived, timedOut, minEfficacy, verdict)
+	fmt.Printf("mutate %s mutant_coverage %.2f%% (%d mutants no test reaches; %d not viable)\n",
+		pkg, r.Coverage, r.NotCovered, r.NotViable)
 	for _, f := range r.Files {
 		for _, m := range f.Mutations {
 			if m.Status != "LIVED" {
