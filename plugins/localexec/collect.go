@@ -132,19 +132,7 @@ func (c *collector) text() pluginapi.CollectedOutput {
 
 // trimIncompleteEnd drops a UTF-8 sequence cut short at the end of b.
 func trimIncompleteEnd(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		r := b[len(b)-i]
-		if r < utf8.RuneSelf {
-			return b // ASCII: nothing is cut
-		}
-		if utf8.RuneStart(r) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
+	return b[:len(b)-pluginapi.IncompleteUTF8Tail(b)]
 }
 
 // trimIncompleteStart drops continuation bytes at the start of b, left over

@@ -251,6 +251,11 @@ func TestTrimIncomplete(t *testing.T) {
 		{"\x9f\x99\x82z", "\x9f\x99\x82z", "z"},
 		{"日本", "日本", "日本"},
 		{"🙂", "🙂", "🙂"},
+		{"\xe2\x82", "", "\xe2\x82"},                                    // nothing but a cut character
+		{"\xf0\x9f\x80", "", "\xf0\x9f\x80"},                            // cut, its last byte 0x80 (not ASCII)
+		{"\x80\x80\x80", "\x80\x80\x80", ""},                            // nothing but the rest of a cut one
+		{"\x80\x80\x80\x80", "\x80\x80\x80\x80", "\x80\x80\x80\x80"},    // longer than any such rest: not UTF-8, kept
+		{"\x80\x80\x80\x80a", "\x80\x80\x80\x80a", "\x80\x80\x80\x80a"}, // the same, then a character
 	}
 	for _, tt := range tests {
 		if got := string(trimIncompleteEnd([]byte(tt.in))); got != tt.end {
