@@ -312,3 +312,28 @@ func TestBuildEnvDoesNotMutate(t *testing.T) {
 		t.Errorf("TERM = %q after a call with TERM=vt100, want dumb", got["TERM"])
 	}
 }
+
+// The scrub of the inherited environment follows scrubCredentials as it is
+// now, not as it was for the previous command: the reuse of the last scrub
+// must not hand a command what an earlier setting kept or hid.
+func TestInheritedKeptFollowsTheScrubSetting(t *testing.T) {
+	environ := []string{"PATH=/usr/bin", "GITHUB_PAT=" + fake("ghp_", 36)}
+	has := func(kept [][2]string, name string) bool {
+		for _, kv := range kept {
+			if kv[0] == name {
+				return true
+			}
+		}
+		return false
+	}
+	on, off := true, false
+	for i, step := range []struct {
+		scrub bool
+		shown bool
+	}{{on, false}, {off, true}, {off, true}, {on, false}} {
+		kept := inheritedKept(Settings{ScrubCredentials: &step.scrub}, environ)
+		if got := has(kept, "GITHUB_PAT"); got != step.shown || !has(kept, "PATH") {
+			t.Errorf("step %d, scrubCredentials %v: GITHUB_PAT kept %v, want %v (PATH kept: %v)", i, step.scrub, got, step.shown, has(kept, "PATH"))
+		}
+	}
+}

@@ -291,3 +291,18 @@ func TestSettingsSchemaDefaultsAreTheDefaults(t *testing.T) {
 		}
 	}
 }
+
+// By default one argument carries at most 128 KiB less its NUL (Linux's
+// MAX_ARG_STRLEN): a command of that length resolves, one byte more is
+// refused, saying so, instead of failing at exec with E2BIG.
+func TestResolveDefaultArgumentBound(t *testing.T) {
+	e := newTestExecutor()
+	const most = 128<<10 - 1
+	if _, err := e.Resolve(context.Background(), pluginapi.ExecRequest{Command: strings.Repeat("x", most)}); err != nil {
+		t.Errorf("a command of %d bytes: %v, want it resolved", most, err)
+	}
+	_, err := e.Resolve(context.Background(), pluginapi.ExecRequest{Command: strings.Repeat("x", most+1)})
+	if !errors.Is(err, pluginapi.ErrInvalidRequest) || !strings.Contains(err.Error(), "the most one argument can carry is 131071") {
+		t.Errorf("a command of %d bytes: %v, want ErrInvalidRequest naming the bound", most+1, err)
+	}
+}
