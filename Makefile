@@ -11,17 +11,29 @@ TEST_TIMEOUT ?= 10m
 BIN         := bin
 PLUGINS := bash-local bash-sandbox pwsh-local
 
-.PHONY: all build test bench run proto check-proto have-protoc tools clean cross stress mutate
+.PHONY: all build agents test bench run proto check-proto have-protoc tools clean cross stress mutate
 
 all: build
 
+# AGENT_ARCHS: the targets build makes dsh-agent for (static, for any
+# image), in $(BIN)/agent/linux-ARCH/dsh-agent: this machine's; agents
+# makes every one an executor may upload (amd64 and arm64).
+AGENT_ARCHS ?= $(shell $(GO) env GOARCH)
+
 build:
 	$(GO) build -o $(BIN)/dsh-host ./cmd/dsh-host
+	@for a in $(AGENT_ARCHS); do \
+		echo "CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -o $(BIN)/agent/linux-$$a/dsh-agent ./cmd/dsh-agent"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -o $(BIN)/agent/linux-$$a/dsh-agent ./cmd/dsh-agent || exit 1; \
+	done
 	@mkdir -p $(BIN)/plugins
 	@for p in $(PLUGINS); do \
 		echo "$(GO) build -o $(BIN)/plugins/dsh-executor-$$p ./plugins/$$p/cmd/dsh-executor-$$p"; \
 		$(GO) build -o $(BIN)/plugins/dsh-executor-$$p ./plugins/$$p/cmd/dsh-executor-$$p || exit 1; \
 	done
+
+agents:
+	$(MAKE) build AGENT_ARCHS="amd64 arm64"
 
 # cross: everything still builds where bash-sandbox cannot confine (it
 # fails closed there) and localexec cannot start processes yet.

@@ -20,6 +20,8 @@ var bins struct {
 	deaf string
 	// embed launches its own built-in bash-local (testdata/embed).
 	embed string
+	// agent is dsh-agent, built static as it ships.
+	agent string
 }
 
 func TestMain(m *testing.M) {
@@ -42,15 +44,20 @@ func buildAndRun(m *testing.M) int {
 	bins.hung = filepath.Join(bins.dir, "fixtures", "hung-plugin")
 	bins.deaf = filepath.Join(bins.dir, "fixtures", "deaf-plugin")
 	bins.embed = filepath.Join(bins.dir, "fixtures", "embed")
+	bins.agent = filepath.Join(bins.dir, "dsh-agent")
 	for out, pkg := range map[string]string{
 		bins.host:   "github.com/dsh-host/dsh-host/cmd/dsh-host",
 		bins.plugin: "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
 		bins.hung:   "github.com/dsh-host/dsh-host/integration/testdata/hung-plugin",
 		bins.deaf:   "github.com/dsh-host/dsh-host/integration/testdata/deaf-plugin",
 		bins.embed:  "github.com/dsh-host/dsh-host/integration/testdata/embed",
+		bins.agent:  "github.com/dsh-host/dsh-host/cmd/dsh-agent",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if out == bins.agent {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintf(os.Stderr, "integration: go build %s: %v\n", pkg, err)
 			return 1

@@ -1,0 +1,165 @@
+package pluginapi_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// echoExecutor answers a run with the command as its output, or, for
+// "hold", only once the test lets it go; it counts its Closes.
+type echoExecutor struct {
+	pluginapi.ShellExecutor // nothing else is called
+	closes                  atomic.Int32
+	holding                 chan struct{}
+	release                 chan struct{}
+}
+
+func newEchoExecutor() *echoExecutor {
+	return &echoExecutor{holding: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (x *echoExecutor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (pluginapi.ExecSpec, error) {
+	return pluginapi.ExecSpec{Command: req.Command, TimeoutMs: 60_000, KillGraceMs: 1000}, nil
+}
+
+func (x *echoExecutor) Run(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.RunResult, error) {
+	if spec.Command == "hold" {
+		x.holding <- struct{}{}
+		select {
+		case <-x.release:
+		case <-ctx.Done():
+		}
+	}
+	zero := 0
+	text := spec.Command
+	if spec.Command == "big" {
+		text = strings.Repeat("x", 3<<20)
+	}
+	return pluginapi.RunResult{ExitCode: &zero, Stdout: pluginapi.CollectedOutput{Text: text, TotalBytes: int64(len(text))}}, nil
+}
+
+func (x *echoExecutor) Close(context.Context) error {
+	x.closes.Add(1)
+	return nil
+}
+
+// serveOverPipe serves x at one end of an in-memory stream and dials it
+// from the other; served says how ServeStream ended.
+func serveOverPipe(t *testing.T, x pluginapi.ShellExecutor) (client *pluginapi.StreamClient, agentEnd net.Conn, served *serveResult) {
+	t.Helper()
+	// Registered first, checked last: once the stream and both ends are
+	// gone, nothing of theirs may still run.
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	hostEnd, agent := net.Pipe()
+	res := &serveResult{done: make(chan struct{})}
+	go func() {
+		res.err = pluginapi.ServeStream(context.Background(), x, agent)
+		close(res.done)
+	}()
+	c, err := pluginapi.DialStream(hostEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.CloseStream()
+		select {
+		case <-res.done:
+		case <-time.After(10 * time.Second):
+			t.Error("ServeStream did not return within 10s of its stream closing")
+		}
+	})
+	return c, agent, res
+}
+
+// serveResult is how ServeStream ended, once done is closed.
+type serveResult struct {
+	err  error
+	done chan struct{}
+}
+
+func run(ctx context.Context, x pluginapi.ShellExecutor, command string) (pluginapi.RunResult, error) {
+	spec, err := x.Resolve(ctx, pluginapi.ExecRequest{Command: command})
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	return x.Run(ctx, spec)
+}
+
+// The contract crosses one byte stream: the executor's answers, large
+// ones too (a capped result is about 3 MiB on the wire).
+func TestTheContractCrossesOneStream(t *testing.T) {
+	c, _, _ := serveOverPipe(t, newEchoExecutor())
+	for _, cmd := range []string{"hello", "big"} {
+		res, err := run(t.Context(), c, cmd)
+		if err != nil {
+			t.Fatalf("run %q over the stream: %v", cmd, err)
+		}
+		if want := map[string]int{"hello": 5, "big": 3 << 20}[cmd]; len(res.Stdout.Text) != want {
+			t.Errorf("run %q over the stream: %d bytes of stdout, want %d", cmd, len(res.Stdout.Text), want)
+		}
+	}
+}
+
+// When its stream closes, the agent's side closes its executor (whoever
+// started the commands is gone) and ServeStream returns ErrStreamClosed.
+func TestAClosedStreamClosesTheExecutor(t *testing.T) {
+	x := newEchoExecutor()
+	c, _, served := serveOverPipe(t, x)
+	if _, err := run(t.Context(), c, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseStream()
+	select {
+	case <-served.done:
+		if !errors.Is(served.err, pluginapi.ErrStreamClosed) {
+			t.Errorf("ServeStream returned %v once its stream closed, want ErrStreamClosed", served.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStream still served 10s after its stream closed")
+	}
+	if n := x.closes.Load(); n != 1 {
+		t.Errorf("the executor was closed %d times once its stream closed, want 1", n)
+	}
+}
+
+// When the stream breaks under a call, the call fails as a plugin that is
+// gone does, at once, and Done says the stream ended; the client never
+// hangs on a dead stream, and later calls fail too.
+func TestABrokenStreamFailsCallsInFlight(t *testing.T) {
+	x := newEchoExecutor()
+	c, agentEnd, _ := serveOverPipe(t, x)
+	defer close(x.release)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := run(context.Background(), c, "hold")
+		errc <- err
+	}()
+	<-x.holding
+	agentEnd.Close() // the agent's end of the stream is gone
+	select {
+	case err := <-errc:
+		if !errors.Is(err, pluginapi.ErrPluginUnavailable) {
+			t.Errorf("a run whose stream broke failed with %v, want ErrPluginUnavailable", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a run whose stream broke was still waiting 10s later")
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Error("Done was not closed once the stream broke")
+	}
+	if _, err := run(t.Context(), c, "hello"); !errors.Is(err, pluginapi.ErrPluginUnavailable) {
+		t.Errorf("a run after the stream broke: %v, want ErrPluginUnavailable", err)
+	}
+}
