@@ -94,6 +94,10 @@ type Jobs struct {
 	source ShellSource
 	retain int
 	settle SettleHook
+	// spills reads the spill files of a job whose executor died, where
+	// they are (a runtime's reads go to the dead one's successor); nil
+	// reads them through the executor the job started on.
+	spills pluginapi.SpillReader
 
 	mu       sync.Mutex
 	closed   bool
@@ -123,6 +127,9 @@ type job struct {
 	// with when the executor dies before giving it.
 	pos     readPosition
 	readMax [2]int
+	// spills reads the spill files when the executor died (Jobs.spills,
+	// or the executor the job started on).
+	spills pluginapi.SpillReader
 }
 
 // jobTail is what a finished job had left unread: the reads that drained
@@ -144,24 +151,24 @@ type tailRead struct {
 }
 
 // next is the tail's next read, its note, and whether more follow it.
-func (t *jobTail) next() (r pluginapi.OutputRead, note string, more bool) {
+func (t *jobTail) next(ctx context.Context) (r pluginapi.OutputRead, note string, more bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.fill()
+	t.fill(ctx)
 	if len(t.reads) == 0 {
 		return pluginapi.OutputRead{StdoutSpillPath: t.spill[0], StderrSpillPath: t.spill[1]}, "", false
 	}
 	tr := t.reads[0]
 	t.reads = t.reads[1:]
-	t.fill()
+	t.fill(ctx)
 	return tr.r, tr.note, len(t.reads) > 0
 }
 
 // fill queues the next read of the recovered rest, when the reads queued
 // are all given and it has more: then whether more reads follow is known.
-func (t *jobTail) fill() {
+func (t *jobTail) fill(ctx context.Context) {
 	for len(t.reads) == 0 && t.rest != nil && t.rest.more() {
-		if r, note := t.rest.read(); r.Delta != "" || note != "" {
+		if r, note := t.rest.read(ctx); r.Delta != "" || note != "" {
 			t.reads = append(t.reads, tailRead{r, note})
 		}
 	}
@@ -176,7 +183,7 @@ const maxTailReads = 10_000
 // fails because the executor is gone (its plugin died), the rest is read
 // from the spill files, from where the job's reads ended (jb.pos); a read
 // that fails otherwise (ctx done) ends the tail with a lossy read.
-func drainTail(ctx context.Context, jb *job) (t *jobTail, drained bool) {
+func drainTail(ctx context.Context, jb *job, spills pluginapi.SpillReader) (t *jobTail, drained bool) {
 	t = &jobTail{}
 	defer func() { t.spill = jb.pos.spillPaths() }()
 	for range maxTailReads {
@@ -184,7 +191,7 @@ func drainTail(ctx context.Context, jb *job) (t *jobTail, drained bool) {
 		if err != nil {
 			var note string
 			if errors.Is(err, pluginapi.ErrPluginUnavailable) {
-				if t.rest, note = recoverRest(&jb.pos, jb.readMax); t.rest != nil {
+				if t.rest, note = recoverRest(&jb.pos, jb.readMax, spills); t.rest != nil {
 					return t, false
 				}
 			}
@@ -253,6 +260,9 @@ func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecReques
 		done:    make(chan struct{}),
 		readMax: [2]int{recoveredReadMax(spec.StdoutMaxBytes), recoveredReadMax(spec.StderrMaxBytes)},
 	}
+	if jb.spills = j.spills; jb.spills == nil {
+		jb.spills, _ = shell.(pluginapi.SpillReader)
+	}
 	if sn, ok := proc.(pluginapi.SpillNamer); ok {
 		// Known now, the spill files hold the output even if the
 		// executor dies before anyone reads it.
@@ -285,7 +295,7 @@ func (j *Jobs) watch(jb *job) {
 		exit = j.settle(jb.info.Generation, exit)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
-	tail, drained := drainTail(rctx, jb)
+	tail, drained := drainTail(rctx, jb, jb.spills)
 	if r, ok := jb.proc.(pluginapi.Releaser); ok && drained {
 		// All the job will ever say is in tail now: the executor may forget it.
 		_ = r.Release(rctx)
@@ -364,7 +374,7 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 		info := jb.info
 		j.mu.Unlock()
 		// Outside j.mu: the tail may read the rest from a spill file.
-		r, note, more := tail.next()
+		r, note, more := tail.next(ctx)
 		info.Unread, info.Note = more, note
 		return r, info, nil
 	}

@@ -1,10 +1,9 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -45,10 +44,12 @@ func (p *readPosition) saw(r pluginapi.OutputRead) {
 // of it: what each stream's spill file holds past where the reads ended,
 // given a read at a time, each stream within its read cap.
 type spillRest struct {
-	spill [2]string
-	at    [2]int64 // where the next read of each stream starts
-	max   [2]int
-	done  [2]bool
+	// reader reads the spill files, where the commands ran; nil: none can.
+	reader pluginapi.SpillReader
+	spill  [2]string
+	at     [2]int64 // where the next read of each stream starts
+	max    [2]int
+	done   [2]bool
 }
 
 // spillPaths names the spill files of the job's streams, as far as known.
@@ -61,13 +62,13 @@ func (p *readPosition) spillPaths() [2]string {
 // recoverRest returns the rest of the output past pos, read from the spill
 // files, each read taking at most max[i] bytes of stream i. It returns a
 // note instead when pos cannot say where the rest begins.
-func recoverRest(pos *readPosition, max [2]int) (*spillRest, string) {
+func recoverRest(pos *readPosition, max [2]int, reader pluginapi.SpillReader) (*spillRest, string) {
 	pos.mu.Lock()
 	defer pos.mu.Unlock()
 	if pos.unknown {
 		return nil, "the executor's plugin died before all the output was read, and its reads did not say where they ended: the rest could not be recovered"
 	}
-	return &spillRest{spill: pos.spill, at: pos.end, max: max}, ""
+	return &spillRest{reader: reader, spill: pos.spill, at: pos.end, max: max}, ""
 }
 
 // more says whether a read of the rest may give something.
@@ -78,7 +79,7 @@ func (s *spillRest) more() bool { return !s.done[0] || !s.done[1] }
 // executor's read has them, never ending inside a UTF-8 character while the
 // stream goes on. A stream whose spill file is missing, or shorter than
 // where the reads ended, or unreadable, is done, and the note says so.
-func (s *spillRest) read() (r pluginapi.OutputRead, note string) {
+func (s *spillRest) read(ctx context.Context) (r pluginapi.OutputRead, note string) {
 	var text [2][]byte
 	var notes []string
 	for i := range 2 {
@@ -91,9 +92,9 @@ func (s *spillRest) read() (r pluginapi.OutputRead, note string) {
 			notes = append(notes, fmt.Sprintf("%s past byte %d could not be recovered: the executor named no spill file for it", name, s.at[i]))
 			continue
 		}
-		data, size, err := readSpillLocally(s.spill[i], s.at[i], s.max[i])
+		data, size, err := s.readSpill(ctx, i)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, pluginapi.ErrNotASpill):
 			notes = append(notes, fmt.Sprintf("%s past byte %d could not be recovered: its spill file %s is missing", name, s.at[i], s.spill[i]))
 		case err != nil:
 			notes = append(notes, fmt.Sprintf("%s past byte %d could not be recovered: %v", name, s.at[i], err))
@@ -136,34 +137,13 @@ func recoveredReadMax(n int64) int {
 	return int(min(max(n, utf8.UTFMax), 1<<20))
 }
 
-// readSpillLocally reads up to max bytes of the spill file path from byte
-// off, and returns them with the file's size (nothing when off is at or
-// past its end).
-//
-// It is the local fallback for when the executor that wrote the file is
-// gone (its plugin died): a local executor's spill files are on this
-// machine, in the runtime's spill directory, and outlive its plugin. It is
-// the only place the host reads a spill file itself; a contract method
-// that reads spill contents through the executor, where the commands run
-// (a remote executor's files are not on this machine), is to replace it.
-func readSpillLocally(path string, off int64, max int) (data []byte, size int64, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
+// readSpill reads the next part of stream i's spill file, through the
+// executor (where the commands ran, which may be another machine): up to
+// s.max[i] bytes from s.at[i], with the file's size.
+func (s *spillRest) readSpill(ctx context.Context, i int) (data []byte, size int64, err error) {
+	if s.reader == nil {
+		return nil, 0, fmt.Errorf("%w: the executor reads no spill files", pluginapi.ErrUnsupported)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	size = fi.Size()
-	if off >= size {
-		return nil, size, nil
-	}
-	data = make([]byte, min(int64(max), size-off))
-	n, err := f.ReadAt(data, off)
-	if n == len(data) {
-		err = nil // ReadAt may say io.EOF along with the last byte
-	}
-	return data[:n], size, err
+	c, err := s.reader.ReadSpill(ctx, s.spill[i], s.at[i], s.max[i])
+	return c.Data, c.Size, err
 }

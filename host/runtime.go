@@ -174,6 +174,7 @@ func StartRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		return g.host.Shell(), g.n, release
 	}, opts.JobRetention)
 	r.jobs.settle = r.settleJob
+	r.jobs.spills = r.shell
 	r.watch(r.cur)
 	return r, nil
 }
@@ -489,6 +490,7 @@ var (
 	_ pluginapi.ShellExecutor = (*routedShell)(nil)
 	_ pluginapi.LiveRunner    = (*routedShell)(nil)
 	_ pluginapi.RequestRunner = (*routedShell)(nil)
+	_ pluginapi.SpillReader   = (*routedShell)(nil)
 )
 
 func (s *routedShell) Describe(ctx context.Context) (pluginapi.Description, error) {
@@ -528,6 +530,19 @@ func (s *routedShell) Start(ctx context.Context, spec pluginapi.ExecSpec) (plugi
 	g, release := s.r.hold()
 	defer release()
 	return g.host.Shell().Start(ctx, spec)
+}
+
+// ReadSpill reads a spill file through the mounted executor, where its
+// commands run: the live one, after a crash its successor.
+func (s *routedShell) ReadSpill(ctx context.Context, path string, offset int64, max int) (pluginapi.SpillChunk, error) {
+	s.r.awaitLive(ctx)
+	g, release := s.r.hold()
+	defer release()
+	r, ok := g.host.Shell().(pluginapi.SpillReader)
+	if !ok {
+		return pluginapi.SpillChunk{}, fmt.Errorf("%w: the executor reads no spill files", pluginapi.ErrUnsupported)
+	}
+	return r.ReadSpill(ctx, path, offset, max)
 }
 
 // Close closes the runtime.

@@ -35,6 +35,7 @@ var (
 	_ LiveRunner    = (*grpcClient)(nil)
 	_ RequestRunner = (*grpcClient)(nil)
 	_ Configurable  = (*grpcClient)(nil)
+	_ SpillReader   = (*grpcClient)(nil)
 	_ Releaser      = (*remoteProcess)(nil)
 )
 
@@ -229,6 +230,14 @@ func (c *grpcClient) Configure(ctx context.Context, settings []byte) error {
 		return fromStatus(ctx, err)
 	}
 	return nil
+}
+
+func (c *grpcClient) ReadSpill(ctx context.Context, path string, offset int64, max int) (SpillChunk, error) {
+	resp, err := c.client.ReadSpill(ctx, &pb.ReadSpillRequest{Path: []byte(path), Offset: offset, MaxBytes: int64(max)})
+	if err != nil {
+		return SpillChunk{}, fromStatus(ctx, err)
+	}
+	return SpillChunk{Data: resp.GetData(), Size: resp.GetSize()}, nil
 }
 
 func (c *grpcClient) Close(ctx context.Context) error {

@@ -28,4 +28,10 @@ var (
 	// ErrPluginUnavailable: the plugin process cannot be reached (it exited,
 	// was killed, or the connection broke).
 	ErrPluginUnavailable = errors.New("pluginapi: plugin unavailable")
+	// ErrNotASpill: ReadSpill was asked for a path that is not one of the
+	// executor's spill files.
+	ErrNotASpill = errors.New("pluginapi: not a spill file of this executor")
+	// ErrUnsupported: the executor does not offer the call (an optional
+	// interface it does not implement, or a plugin older than the call).
+	ErrUnsupported = errors.New("pluginapi: not supported by this executor")
 )

@@ -92,6 +92,29 @@ type Releaser interface {
 	Release(ctx context.Context) error
 }
 
+// SpillReader is implemented by executors that read their spill files
+// for the host, where their commands run: a spill path names a file there
+// (the model reads it with its next command), which may be on another
+// machine than the host's. ReadSpill returns up to max bytes of the file
+// path from offset (none at or past its end), with the file's size. It
+// refuses, with ErrNotASpill, any path that is not a spill file of the
+// executor's: a file directly in one of its spill directories, not a
+// link.
+type SpillReader interface {
+	ReadSpill(ctx context.Context, path string, offset int64, max int) (SpillChunk, error)
+}
+
+// SpillChunk is what one ReadSpill read: the bytes from its offset, and
+// the file's size when it was read.
+type SpillChunk struct {
+	Data []byte
+	Size int64
+}
+
+// MaxSpillRead is the most one ReadSpill returns: larger reads are cut
+// to it (a message on the wire stays well under its 4 MiB bound).
+const MaxSpillRead = 1 << 20
+
 // SpillNamer is implemented by a ShellProcess that names its spill files
 // from its start (before any read): the files that will hold its stdout and
 // stderr in full, or "" for a stream it does not spill. A host that loses

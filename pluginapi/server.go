@@ -250,6 +250,24 @@ func (s *grpcServer) Release(ctx context.Context, req *pb.ReleaseRequest) (*pb.R
 	return &pb.ReleaseResponse{}, nil
 }
 
+func (s *grpcServer) ReadSpill(ctx context.Context, req *pb.ReadSpillRequest) (*pb.ReadSpillResponse, error) {
+	r, ok := s.impl.(SpillReader)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("%w: it reads no spill files (pluginapi.SpillReader)", ErrUnsupported))
+	}
+	if req.GetOffset() < 0 || req.GetMaxBytes() < 0 {
+		return nil, toStatus(fmt.Errorf("%w: ReadSpill needs an offset and a size of 0 or more", ErrInvalidRequest))
+	}
+	chunk, err := r.ReadSpill(ctx, string(req.GetPath()), req.GetOffset(), int(min(req.GetMaxBytes(), MaxSpillRead)))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if len(chunk.Data) > MaxSpillRead {
+		chunk.Data = chunk.Data[:MaxSpillRead]
+	}
+	return &pb.ReadSpillResponse{Data: chunk.Data, Size: chunk.Size}, nil
+}
+
 // finishedWithin is how long finished waits for a process's Wait: one that
 // has finished answers at once.
 const finishedWithin = 50 * time.Millisecond

@@ -30,6 +30,8 @@ var wireErrors = []struct {
 	{ErrUnknownProcess, codes.NotFound, "UNKNOWN_PROCESS"},
 	{ErrExecutorClosed, codes.FailedPrecondition, "EXECUTOR_CLOSED"},
 	{ErrPluginUnavailable, codes.Unavailable, "PLUGIN_UNAVAILABLE"},
+	{ErrNotASpill, codes.PermissionDenied, "NOT_A_SPILL"},
+	{ErrUnsupported, codes.Unimplemented, "UNSUPPORTED"},
 }
 
 // toStatus turns an executor's error into a gRPC status error that keeps its
@@ -106,6 +108,9 @@ func fromStatus(ctx context.Context, err error) error {
 		return &remoteError{msg: "pluginapi: plugin unavailable: " + st.Message(), sentinel: ErrPluginUnavailable}
 	case codes.ResourceExhausted:
 		return &remoteError{msg: "pluginapi: request too large: " + st.Message(), sentinel: ErrRequestTooLarge}
+	case codes.Unimplemented:
+		// A plugin built before the call was in the contract.
+		return &remoteError{msg: "pluginapi: not supported by this executor: " + st.Message(), sentinel: ErrUnsupported}
 	}
 	return errors.New(st.Message())
 }

@@ -16,6 +16,7 @@ import (
 var sentinels = []error{
 	ErrUnusableWorkdir, ErrMissingShell, ErrAbortedBeforeStart, ErrSpecNotResolved, ErrInvalidRequest,
 	ErrInvalidSettings, ErrRequestTooLarge, ErrUnknownProcess, ErrExecutorClosed, ErrPluginUnavailable,
+	ErrNotASpill, ErrUnsupported,
 }
 
 // TestSentinelsCrossTheWire: a wrapped sentinel keeps its identity and its
@@ -201,4 +202,13 @@ func withInfo(t *testing.T, code codes.Code, msg, reason, domain string) error {
 		t.Fatal(err)
 	}
 	return st.Err()
+}
+
+// A plugin built before a call was in the contract answers it with a bare
+// Unimplemented: the host sees ErrUnsupported, not an unknown error.
+func TestABareUnimplementedIsUnsupported(t *testing.T) {
+	got := fromStatus(context.Background(), status.Error(codes.Unimplemented, "unknown method ReadSpill for service dsh.shellexec.v1.ShellExecutor"))
+	if !errors.Is(got, ErrUnsupported) || !strings.Contains(got.Error(), "unknown method ReadSpill") {
+		t.Errorf("a bare Unimplemented became %v, want ErrUnsupported with its message", got)
+	}
 }

@@ -1,6 +1,7 @@
 package pluginapitest
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -19,17 +20,38 @@ func countOutput(n int) string {
 	return b.String()
 }
 
-// readSpill reads a spill file, failing the test when it cannot.
+// readSpill reads a spill file through the executor, where its commands
+// run (pluginapi.SpillReader), in reads of at most 64 KiB, failing the
+// test when it cannot.
 func readSpill(e *env, path string) string {
 	e.t.Helper()
 	if path == "" {
 		e.t.Fatal("output past its cap must name the spill file that holds the whole stream (SpillPath)")
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		e.t.Fatalf("the spill file must be readable where the commands run: %v", err)
+	r := spillReader(e)
+	var out []byte
+	for {
+		c, err := r.ReadSpill(e.ctx, path, int64(len(out)), 64<<10)
+		if err != nil {
+			e.t.Fatalf("the spill file %s must be readable through the executor, where the commands run "+
+				"(pluginapi.SpillReader: a host may be on another machine): %v", path, err)
+		}
+		out = append(out, c.Data...)
+		if len(c.Data) == 0 || int64(len(out)) >= c.Size {
+			return string(out)
+		}
 	}
-	return string(data)
+}
+
+// spillReader is the executor as a SpillReader, failing the test when it
+// is none.
+func spillReader(e *env) pluginapi.SpillReader {
+	e.t.Helper()
+	r, ok := e.x.(pluginapi.SpillReader)
+	if !ok {
+		e.t.Fatalf("the executor (%T) must read its spill files for the host (pluginapi.SpillReader)", e.x)
+	}
+	return r
 }
 
 var outputCases = []suiteCase{
@@ -66,6 +88,39 @@ var outputCases = []suiteCase{
 		// own; a remote one's host may have given it one of the host's.
 		if _, err := os.Stat(out.SpillPath); e.impl != nil && !os.IsNotExist(err) {
 			e.t.Errorf("Close must remove the spill files of a spill directory the executor made: %v", err)
+		}
+	}},
+	{"output/ReadSpill reads a spill file in pieces, and nothing else", func(e *env) {
+		const n, limit = 20000, 1000
+		want := countOutput(n)
+		res := e.run(pluginapi.ExecRequest{Command: e.sh.Count(n), StdoutMaxBytes: limit})
+		path := res.Stdout.SpillPath
+		if got := readSpill(e, path); got != want {
+			e.t.Fatalf("reading the spill file in pieces through the executor must give the whole stream: %d bytes that differ from the %d-byte stream", len(got), len(want))
+		}
+		r := spillReader(e)
+		c, err := r.ReadSpill(e.ctx, path, 5, 7)
+		if err != nil || string(c.Data) != want[5:12] || c.Size != int64(len(want)) {
+			e.t.Errorf("ReadSpill(offset 5, max 7) must give bytes 5 to 11 and the file's size (%d): %q, size %d, %v", len(want), c.Data, c.Size, err)
+		}
+		if c, err := r.ReadSpill(e.ctx, path, int64(len(want))+10, 100); err != nil || len(c.Data) != 0 {
+			e.t.Errorf("ReadSpill past the end must give no bytes and no error: %q, %v", c.Data, err)
+		}
+		dir := path[:strings.LastIndexAny(path, `/\`)+1]
+		others := []string{"/etc/passwd", "relative/" + path, dir + "../" + path[len(dir):], dir}
+		if e.impl != nil {
+			// The executor is on this machine: a link planted among its
+			// spill files, to a file of the host's, is not one of them.
+			link := dir + "dsh-planted-link"
+			if err := os.Symlink("/etc/passwd", link); err == nil {
+				defer os.Remove(link)
+				others = append(others, link)
+			}
+		}
+		for _, other := range others {
+			if _, err := r.ReadSpill(e.ctx, other, 0, 100); !errors.Is(err, pluginapi.ErrNotASpill) {
+				e.t.Errorf("ReadSpill(%q), not a spill file of the executor's, must fail with ErrNotASpill: %v", other, err)
+			}
 		}
 	}},
 	{"output/truncation never splits a character", func(e *env) {

@@ -10,9 +10,13 @@ import (
 )
 
 // plainExecutor is bash-local without live output (no LiveRunner), as a
-// third party's executor may be: it keeps the ShellExecutor methods and
-// its settings.
+// third party's executor may be: it keeps the ShellExecutor methods, its
+// settings and its spill files.
 type plainExecutor struct{ pluginapi.ShellExecutor }
+
+func (p plainExecutor) ReadSpill(ctx context.Context, path string, offset int64, max int) (pluginapi.SpillChunk, error) {
+	return p.ShellExecutor.(pluginapi.SpillReader).ReadSpill(ctx, path, offset, max)
+}
 
 func (p plainExecutor) Configure(ctx context.Context, settings []byte) error {
 	return p.ShellExecutor.(pluginapi.Configurable).Configure(ctx, settings)

@@ -1967,6 +1967,123 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{29}
 }
 
+type ReadSpillRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A spill path the executor named (a result's, or a read's).
+	Path []byte `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Where to read from, in bytes.
+	Offset int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// At most this many bytes; the executor may return fewer.
+	MaxBytes      int64 `protobuf:"varint,3,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadSpillRequest) Reset() {
+	*x = ReadSpillRequest{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadSpillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadSpillRequest) ProtoMessage() {}
+
+func (x *ReadSpillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadSpillRequest.ProtoReflect.Descriptor instead.
+func (*ReadSpillRequest) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ReadSpillRequest) GetPath() []byte {
+	if x != nil {
+		return x.Path
+	}
+	return nil
+}
+
+func (x *ReadSpillRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ReadSpillRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+type ReadSpillResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The bytes from offset; empty at or past the end.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// The file's size when it was read.
+	Size          int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadSpillResponse) Reset() {
+	*x = ReadSpillResponse{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadSpillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadSpillResponse) ProtoMessage() {}
+
+func (x *ReadSpillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadSpillResponse.ProtoReflect.Descriptor instead.
+func (*ReadSpillResponse) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ReadSpillResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ReadSpillResponse) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
 var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
@@ -2126,11 +2243,18 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0eReleaseRequest\x12\x1d\n" +
 	"\n" +
 	"process_id\x18\x01 \x01(\tR\tprocessId\"\x11\n" +
-	"\x0fReleaseResponse*F\n" +
+	"\x0fReleaseResponse\"[\n" +
+	"\x10ReadSpillRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\fR\x04path\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x1b\n" +
+	"\tmax_bytes\x18\x03 \x01(\x03R\bmaxBytes\";\n" +
+	"\x11ReadSpillResponse\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
-	"\rSTREAM_STDERR\x10\x022\x96\x06\n" +
+	"\rSTREAM_STDERR\x10\x022\xec\x06\n" +
 	"\rShellExecutor\x12Q\n" +
 	"\bDescribe\x12!.dsh.shellexec.v1.DescribeRequest\x1a\".dsh.shellexec.v1.DescribeResponse\x12N\n" +
 	"\aResolve\x12 .dsh.shellexec.v1.ResolveRequest\x1a!.dsh.shellexec.v1.ResolveResponse\x12A\n" +
@@ -2142,7 +2266,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x04Wait\x12\x1d.dsh.shellexec.v1.WaitRequest\x1a\x1e.dsh.shellexec.v1.WaitResponse\x12H\n" +
 	"\x05Close\x12\x1e.dsh.shellexec.v1.CloseRequest\x1a\x1f.dsh.shellexec.v1.CloseResponse\x12T\n" +
 	"\tConfigure\x12\".dsh.shellexec.v1.ConfigureRequest\x1a#.dsh.shellexec.v1.ConfigureResponse\x12N\n" +
-	"\aRelease\x12 .dsh.shellexec.v1.ReleaseRequest\x1a!.dsh.shellexec.v1.ReleaseResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
+	"\aRelease\x12 .dsh.shellexec.v1.ReleaseRequest\x1a!.dsh.shellexec.v1.ReleaseResponse\x12T\n" +
+	"\tReadSpill\x12\".dsh.shellexec.v1.ReadSpillRequest\x1a#.dsh.shellexec.v1.ReadSpillResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
 
 var (
 	file_shellexec_v1_shellexec_proto_rawDescOnce sync.Once
@@ -2157,7 +2282,7 @@ func file_shellexec_v1_shellexec_proto_rawDescGZIP() []byte {
 }
 
 var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(Stream)(0),                // 0: dsh.shellexec.v1.Stream
 	(*DescribeRequest)(nil),    // 1: dsh.shellexec.v1.DescribeRequest
@@ -2190,16 +2315,18 @@ var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(*ConfigureResponse)(nil),  // 28: dsh.shellexec.v1.ConfigureResponse
 	(*ReleaseRequest)(nil),     // 29: dsh.shellexec.v1.ReleaseRequest
 	(*ReleaseResponse)(nil),    // 30: dsh.shellexec.v1.ReleaseResponse
-	nil,                        // 31: dsh.shellexec.v1.ExecRequest.EnvEntry
-	nil,                        // 32: dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	nil,                        // 33: dsh.shellexec.v1.ExecSpec.EnvEntry
-	nil,                        // 34: dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	(*ReadSpillRequest)(nil),   // 31: dsh.shellexec.v1.ReadSpillRequest
+	(*ReadSpillResponse)(nil),  // 32: dsh.shellexec.v1.ReadSpillResponse
+	nil,                        // 33: dsh.shellexec.v1.ExecRequest.EnvEntry
+	nil,                        // 34: dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	nil,                        // 35: dsh.shellexec.v1.ExecSpec.EnvEntry
+	nil,                        // 36: dsh.shellexec.v1.ExecSpec.DshEnvEntry
 }
 var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
-	31, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
-	32, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	33, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
-	34, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	33, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
+	34, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	35, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
+	36, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
 	3,  // 4: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
 	4,  // 5: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
 	8,  // 6: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
@@ -2225,18 +2352,20 @@ var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
 	25, // 26: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
 	27, // 27: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
 	29, // 28: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
-	2,  // 29: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	6,  // 30: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	11, // 31: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	16, // 32: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	18, // 33: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	21, // 34: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	24, // 35: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	26, // 36: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	28, // 37: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
-	30, // 38: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
-	29, // [29:39] is the sub-list for method output_type
-	19, // [19:29] is the sub-list for method input_type
+	31, // 29: dsh.shellexec.v1.ShellExecutor.ReadSpill:input_type -> dsh.shellexec.v1.ReadSpillRequest
+	2,  // 30: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	6,  // 31: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	11, // 32: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	16, // 33: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	18, // 34: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	21, // 35: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	24, // 36: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	26, // 37: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	28, // 38: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
+	30, // 39: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
+	32, // 40: dsh.shellexec.v1.ShellExecutor.ReadSpill:output_type -> dsh.shellexec.v1.ReadSpillResponse
+	30, // [30:41] is the sub-list for method output_type
+	19, // [19:30] is the sub-list for method input_type
 	19, // [19:19] is the sub-list for extension type_name
 	19, // [19:19] is the sub-list for extension extendee
 	0,  // [0:19] is the sub-list for field type_name
@@ -2263,7 +2392,7 @@ func file_shellexec_v1_shellexec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shellexec_v1_shellexec_proto_rawDesc), len(file_shellexec_v1_shellexec_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

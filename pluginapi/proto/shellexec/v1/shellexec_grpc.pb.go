@@ -39,6 +39,7 @@ const (
 	ShellExecutor_Close_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/Close"
 	ShellExecutor_Configure_FullMethodName  = "/dsh.shellexec.v1.ShellExecutor/Configure"
 	ShellExecutor_Release_FullMethodName    = "/dsh.shellexec.v1.ShellExecutor/Release"
+	ShellExecutor_ReadSpill_FullMethodName  = "/dsh.shellexec.v1.ShellExecutor/ReadSpill"
 )
 
 // ShellExecutorClient is the client API for ShellExecutor service.
@@ -71,6 +72,10 @@ type ShellExecutorClient interface {
 	// Release forgets a finished background process: its buffers go. Reading
 	// it afterwards fails as an unknown process.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
+	// ReadSpill reads a spill file this executor wrote, where its commands
+	// run (a host never reads one itself: it may be on another machine). It
+	// refuses any other path.
+	ReadSpill(ctx context.Context, in *ReadSpillRequest, opts ...grpc.CallOption) (*ReadSpillResponse, error)
 }
 
 type shellExecutorClient struct {
@@ -184,6 +189,16 @@ func (c *shellExecutorClient) Release(ctx context.Context, in *ReleaseRequest, o
 	return out, nil
 }
 
+func (c *shellExecutorClient) ReadSpill(ctx context.Context, in *ReadSpillRequest, opts ...grpc.CallOption) (*ReadSpillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadSpillResponse)
+	err := c.cc.Invoke(ctx, ShellExecutor_ReadSpill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShellExecutorServer is the server API for ShellExecutor service.
 // All implementations must embed UnimplementedShellExecutorServer
 // for forward compatibility.
@@ -214,6 +229,10 @@ type ShellExecutorServer interface {
 	// Release forgets a finished background process: its buffers go. Reading
 	// it afterwards fails as an unknown process.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
+	// ReadSpill reads a spill file this executor wrote, where its commands
+	// run (a host never reads one itself: it may be on another machine). It
+	// refuses any other path.
+	ReadSpill(context.Context, *ReadSpillRequest) (*ReadSpillResponse, error)
 	mustEmbedUnimplementedShellExecutorServer()
 }
 
@@ -253,6 +272,9 @@ func (UnimplementedShellExecutorServer) Configure(context.Context, *ConfigureReq
 }
 func (UnimplementedShellExecutorServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
+}
+func (UnimplementedShellExecutorServer) ReadSpill(context.Context, *ReadSpillRequest) (*ReadSpillResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadSpill not implemented")
 }
 func (UnimplementedShellExecutorServer) mustEmbedUnimplementedShellExecutorServer() {}
 func (UnimplementedShellExecutorServer) testEmbeddedByValue()                       {}
@@ -444,6 +466,24 @@ func _ShellExecutor_Release_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShellExecutor_ReadSpill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadSpillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShellExecutorServer).ReadSpill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShellExecutor_ReadSpill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShellExecutorServer).ReadSpill(ctx, req.(*ReadSpillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShellExecutor_ServiceDesc is the grpc.ServiceDesc for ShellExecutor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -486,6 +526,10 @@ var ShellExecutor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Release",
 			Handler:    _ShellExecutor_Release_Handler,
+		},
+		{
+			MethodName: "ReadSpill",
+			Handler:    _ShellExecutor_ReadSpill_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
