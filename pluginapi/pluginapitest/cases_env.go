@@ -2,6 +2,7 @@ package pluginapitest
 
 import (
 	"os"
+	"slices"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -16,6 +17,18 @@ const (
 	// what makes it a credential.
 	inheritedURL = "DSH_CONFORMANCE_REMOTE"
 )
+
+// InheritedNames are the variables the suite sets in the test's
+// environment and expects commands to inherit (less credentials): an
+// executor whose commands run elsewhere forwards them there.
+func InheritedNames() []string {
+	names := []string{caseMarkVar}
+	for k := range inheritedEnv {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // inheritedEnv is what RunWith sets with t.Setenv.
 var inheritedEnv = map[string]string{

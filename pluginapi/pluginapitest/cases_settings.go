@@ -35,7 +35,7 @@ func configure(e *env, settings string) {
 	if !ok {
 		unchecked("the executor is not pluginapi.Configurable")
 	}
-	err := c.Configure(e.ctx, []byte(settings))
+	err := c.Configure(e.ctx, withBase(e, settings))
 	if err == nil {
 		return
 	}
@@ -48,6 +48,40 @@ func configure(e *env, settings string) {
 			strings.Join(keys, ", "), pluginapi.SettingsNamespace, settings, err)
 	}
 	e.t.Fatalf("Configure(%s): %v", settings, err)
+}
+
+// applySettings configures Options.Settings (with settings), which the
+// executor needs to run at all: failing the test when it cannot.
+func applySettings(e *env, settings string) {
+	e.t.Helper()
+	c, ok := e.x.(pluginapi.Configurable)
+	if !ok {
+		e.t.Fatalf("Options.Settings are given, but the executor (%T) is not pluginapi.Configurable", e.x)
+	}
+	if err := c.Configure(e.ctx, withBase(e, settings)); err != nil {
+		e.t.Fatalf("Configure(Options.Settings) must accept the settings the executor needs to run: %v", err)
+	}
+}
+
+// withBase is settings with Options.Settings added (settings' keys win).
+func withBase(e *env, settings string) []byte {
+	if len(e.base) == 0 {
+		return []byte(settings)
+	}
+	m := map[string]any{}
+	for k, v := range e.base {
+		m[k] = v
+	}
+	var own map[string]any
+	_ = json.Unmarshal([]byte(settings), &own)
+	for k, v := range own {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		e.t.Fatalf("the suite's settings: %v", err)
+	}
+	return b
 }
 
 // takesNoSettings says why the executor takes no settings at all, or ""

@@ -34,6 +34,7 @@ package pluginapitest
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -53,6 +54,11 @@ type Options struct {
 	// plugin process when the case ends (Launch does): one still running
 	// after its case fails the case and is killed.
 	Remote bool
+	// Settings (a JSON object) are settings the executor needs to run at
+	// all, such as a container executor's engine and image: the suite
+	// configures them before each case, and adds them to the settings a
+	// case configures (the case's keys win).
+	Settings string
 }
 
 // caseTimeout bounds one case.
@@ -68,6 +74,8 @@ type env struct {
 	// factory's executor is remote already.
 	impl pluginapi.ShellExecutor
 	sh   Commands
+	// base are Options.Settings, parsed.
+	base map[string]any
 }
 
 // both are the executor over the wire and, when the suite holds it, the
@@ -120,7 +128,14 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 			defer cancel()
-			c.run(&env{t: t, ctx: ctx, x: x, impl: local, sh: sh})
+			e := &env{t: t, ctx: ctx, x: x, impl: local, sh: sh}
+			if opts.Settings != "" {
+				if err := json.Unmarshal([]byte(opts.Settings), &e.base); err != nil {
+					t.Fatalf("Options.Settings %s is not a JSON object: %v", opts.Settings, err)
+				}
+				applySettings(e, "{}")
+			}
+			c.run(e)
 		})
 	}
 }

@@ -1,0 +1,419 @@
+// Package container is the container executor: commands run in a
+// container, through the Docker Engine API (github.com/moby/moby/client),
+// so against Docker and against Podman's service alike. One long-lived
+// container per executor, with an init as PID 1, runs dsh-agent (mounted
+// read-only from this machine) as its main process, attached: every call
+// crosses that one stream (remoteexec). When the stream closes (the
+// executor closes, or its plugin dies) the agent kills what it started
+// and exits, and the container goes with it (auto-removed); Close also
+// removes it, and a start sweeps labelled containers whose plugin is dead.
+package container
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	ctr "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+	"github.com/dsh-host/dsh-host/plugins/remoteexec"
+)
+
+// Name is the executor's name.
+const Name = "container"
+
+// Version is the executor's version.
+const Version = "0.1.0"
+
+// agentInContainer is where the agent is mounted in the container.
+const agentInContainer = "/.dsh/dsh-agent"
+
+// Labels on every container the executor makes: that it is one, and the
+// plugin that made it (its machine, pid and start time), so that a sweep
+// finds those whose plugin is dead.
+const (
+	labelExecutor = "dev.dsh-host.executor"
+	labelMachine  = "dev.dsh-host.machine"
+	labelPlugin   = "dev.dsh-host.plugin"
+)
+
+// Settings are the container's keys of the shell section; the other keys
+// (the common ones of every local executor) go to the agent.
+type Settings struct {
+	// Engine is the Docker Engine API address (unix:///run/podman/podman.sock,
+	// tcp://…); empty: DOCKER_HOST, else the engine's default socket.
+	Engine string `json:"engine,omitempty"`
+	// Image the container runs (required); it needs nothing but what its
+	// commands use: the agent is mounted into it.
+	Image string `json:"image,omitempty"`
+	// Workspace is a directory of this machine mounted at the same path
+	// in the container, read-write, and the commands' default workdir.
+	Workspace string `json:"workspace,omitempty"`
+	// User the commands run as in the container ("1000:1000", "nobody");
+	// empty: the image's.
+	User string `json:"user,omitempty"`
+	// Network lets the container reach a network; off by default.
+	Network bool `json:"network,omitempty"`
+	// ReadOnly makes the container's root file system and the workspace
+	// read-only (only /tmp, a private tmpfs, is writable).
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// Agent is the dsh-agent binary to mount, for the image's
+	// architecture; empty: bin/agent/linux-ARCH/dsh-agent beside this
+	// plugin's directory (as make build lays it out).
+	Agent string `json:"agent,omitempty"`
+	// ForwardEnv names variables of this plugin's environment that the
+	// container gets; credential-like ones are scrubbed here first.
+	ForwardEnv []string `json:"forwardEnv,omitempty"`
+}
+
+// ownKeys are the JSON names of Settings.
+var ownKeys = []string{"engine", "image", "workspace", "user", "network", "readOnly", "agent", "forwardEnv"}
+
+const ownSchema = `"engine": {"type": "string", "description": "Docker Engine API address (unix://, tcp://); default DOCKER_HOST, else the engine's socket"},
+    "image": {"type": "string", "description": "the image commands run in (required)"},
+    "workspace": {"type": "string", "description": "directory of this machine mounted at the same path, and the default workdir"},
+    "user": {"type": "string", "description": "user commands run as in the container (default: the image's)"},
+    "network": {"type": "boolean", "default": false, "description": "let the container reach a network"},
+    "readOnly": {"type": "boolean", "default": false, "description": "read-only root file system and workspace (/tmp stays writable)"},
+    "agent": {"type": "string", "description": "the dsh-agent binary to mount (default: bin/agent/linux-ARCH/dsh-agent)"},
+    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the container gets (credentials scrubbed)"}`
+
+// SettingsSchema is the JSON Schema of the container executor's settings:
+// its own keys, and the common keys but spillDir (its spill files are in
+// the container).
+var SettingsSchema = schema()
+
+func schema() string {
+	var common map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(localexec.SettingsSchemaProperties), &common); err != nil {
+		panic(err)
+	}
+	delete(common, "spillDir")
+	var b strings.Builder
+	b.WriteString(`{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "shell (container)",
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    ` + ownSchema)
+	keys := make([]string, 0, len(common))
+	for k := range common {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, ",\n    %q: %s", k, common[k])
+	}
+	b.WriteString("\n  }\n}")
+	return b.String()
+}
+
+// New returns the container executor.
+func New() *remoteexec.Executor {
+	t := &target{}
+	return remoteexec.New(remoteexec.Config{
+		Description: pluginapi.Description{
+			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
+			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
+			Services: []string{pluginapi.ServiceShell},
+		},
+		Target: t,
+		Split:  split,
+	})
+}
+
+// split parts a settings section into the container's keys and the
+// agent's, refusing what neither takes.
+func split(raw []byte) (target, agent []byte, err error) {
+	target, agent, err = remoteexec.SplitSettings(raw, ownKeys...)
+	if err != nil || target == nil {
+		return target, agent, err
+	}
+	var s Settings
+	dec := json.NewDecoder(bytes.NewReader(target))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
+	}
+	return target, agent, nil
+}
+
+// target opens sessions: one container each.
+type target struct {
+	swept sync.Once
+}
+
+func (t *target) Open(ctx context.Context, raw, agent []byte) (*remoteexec.Session, error) {
+	var s Settings
+	var scrub localexec.Settings
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
+		}
+	}
+	if len(agent) > 0 {
+		if err := json.Unmarshal(agent, &scrub); err != nil {
+			return nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
+		}
+	}
+	if s.Image == "" {
+		return nil, fmt.Errorf("%w: image: the container executor needs an image to run commands in (shell.image in the settings)", pluginapi.ErrInvalidSettings)
+	}
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if s.Engine != "" {
+		opts = append(opts, client.WithHost(s.Engine))
+	}
+	c, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("container: the engine %s: %w", engineName(s), err)
+	}
+	sess, err := t.open(ctx, c, s, scrub)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return sess, nil
+}
+
+func engineName(s Settings) string {
+	if s.Engine != "" {
+		return s.Engine
+	}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		return h
+	}
+	return "at the default socket"
+}
+
+func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub localexec.Settings) (*remoteexec.Session, error) {
+	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return nil, fmt.Errorf("container: the engine %s does not answer: %w", engineName(s), err)
+	}
+	t.swept.Do(func() { sweep(ctx, c) })
+	img, err := c.ImageInspect(ctx, s.Image)
+	if err != nil {
+		return nil, fmt.Errorf("container: image %s: %w (images are not pulled: build or load it first)", s.Image, err)
+	}
+	if img.Os != "" && img.Os != "linux" {
+		return nil, fmt.Errorf("container: image %s is for %s; the agent runs on linux", s.Image, img.Os)
+	}
+	agent, err := agentFor(s, img.Architecture)
+	if err != nil {
+		return nil, err
+	}
+	env := forwardedEnv(s.ForwardEnv, scrub)
+	if !hasPath(img.Config) && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		// An image without one (an imported tarball's) gets Docker's
+		// default, which not every engine adds.
+		env = append(env, "PATH="+defaultPath)
+	}
+	cfg := &ctr.Config{
+		Image: s.Image, Cmd: []string{agentInContainer, "--stdio"}, Env: env, User: s.User,
+		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
+	}
+	init := true
+	host := &ctr.HostConfig{
+		Init: &init, AutoRemove: true, ReadonlyRootfs: s.ReadOnly,
+		Binds:       []string{agent + ":" + agentInContainer + ":ro"},
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+	}
+	if !s.Network {
+		cfg.NetworkDisabled = true
+		host.NetworkMode = "none"
+	}
+	if s.Workspace != "" {
+		ws, err := filepath.Abs(s.Workspace)
+		if err != nil {
+			return nil, fmt.Errorf("%w: workspace: %v", pluginapi.ErrInvalidSettings, err)
+		}
+		if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: workspace %s is not a directory of this machine", pluginapi.ErrInvalidSettings, ws)
+		}
+		mode := "rw"
+		if s.ReadOnly {
+			mode = "ro"
+		}
+		host.Binds = append(host.Binds, ws+":"+ws+":"+mode)
+		cfg.WorkingDir = ws
+	}
+	if s.ReadOnly && cfg.WorkingDir != "/tmp" {
+		// Somewhere to write, for what commands cannot do without.
+		host.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"}
+	}
+	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
+	}
+	id := created.ID
+	remove := func(ctx context.Context) error {
+		defer c.Close()
+		return removeContainer(ctx, c, id)
+	}
+	attached, err := c.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		_ = remove(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("container: attaching to %s: %w", short(id), err)
+	}
+	if _, err := c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		attached.Close()
+		_ = remove(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("container: starting %s of %s: %w", short(id), s.Image, err)
+	}
+	return &remoteexec.Session{
+		Stream:  newAttachStream(attached.HijackedResponse, "container "+short(id)),
+		Cleanup: remove,
+		Where:   "container " + short(id) + " of " + s.Image,
+	}, nil
+}
+
+// removeContainer removes container id, or sees it gone (its AutoRemove
+// may be under way: an engine can refuse to remove a container that is
+// stopping, and is asked again).
+func removeContainer(ctx context.Context, c *client.Client, id string) error {
+	deadline := time.Now().Add(removeWithin)
+	for {
+		_, err := c.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
+		if err == nil || isGone(err) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("container: removing %s: %w", short(id), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// removeWithin bounds the retries of a container's removal.
+const removeWithin = 10 * time.Second
+
+// isGone says whether err says the container is no more (removed already,
+// or being removed by its AutoRemove).
+func isGone(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "No such container") || strings.Contains(msg, "no such container") ||
+		strings.Contains(msg, "is already in progress")
+}
+
+func short(id string) string { return id[:min(len(id), 12)] }
+
+// defaultPath is the PATH of a container whose image sets none, as Docker
+// gives it.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// hasPath says whether an image's configuration sets PATH.
+func hasPath(cfg *dockerspec.DockerOCIImageConfig) bool {
+	if cfg == nil {
+		return false
+	}
+	return slices.ContainsFunc(cfg.Env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+}
+
+// agentFor is the agent binary for an image's architecture.
+func agentFor(s Settings, arch string) (string, error) {
+	if arch == "" {
+		arch = "amd64"
+	}
+	path := s.Agent
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("container: finding the agent: %w", err)
+		}
+		exe, _ = filepath.EvalSymlinks(exe)
+		// bin/plugins/dsh-executor-container → bin/agent/linux-ARCH/dsh-agent
+		path = filepath.Join(filepath.Dir(filepath.Dir(exe)), "agent", "linux-"+arch, "dsh-agent")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("container: the agent for linux/%s: %w (make agents builds it; or set shell.agent)", arch, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("container: the agent %s is not a file", path)
+	}
+	if got := elfArch(path); got != "" && got != arch {
+		return "", fmt.Errorf("container: the agent %s is built for %s, the image for %s", path, got, arch)
+	}
+	return filepath.Abs(path)
+}
+
+// forwardedEnv is NAME=VALUE for each name set in this process, less
+// what the credential scrub (the agent's settings: scrubCredentials,
+// credentialPatterns, credentialAllowlist) hides: a credential is scrubbed
+// here, and never leaves the machine.
+func forwardedEnv(names []string, scrub localexec.Settings) []string {
+	var env []string
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			env = append(env, n+"="+v)
+		}
+	}
+	hidden := localexec.ScrubbedNames(scrub, env)
+	return slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(hidden, name)
+	})
+}
+
+// attachStream is a container's attached stdio as one stream: what is
+// written goes to the agent's stdin; its stdout, demultiplexed, is read;
+// its stderr goes to this plugin's (the host's log).
+type attachStream struct {
+	h      client.HijackedResponse
+	out    *io.PipeReader
+	closed sync.Once
+}
+
+func newAttachStream(h client.HijackedResponse, name string) *attachStream {
+	r, w := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(w, prefixed{name}, h.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		w.CloseWithError(err)
+	}()
+	return &attachStream{h: h, out: r}
+}
+
+func (a *attachStream) Read(p []byte) (int, error)  { return a.out.Read(p) }
+func (a *attachStream) Write(p []byte) (int, error) { return a.h.Conn.Write(p) }
+
+// Close closes the agent's stdin (it then kills what it runs and exits)
+// and the connection.
+func (a *attachStream) Close() error {
+	a.closed.Do(func() {
+		_ = a.h.CloseWrite()
+		a.h.Close()
+		a.out.Close()
+	})
+	return nil
+}
+
+// prefixed writes the agent's stderr to this process's, naming where it
+// came from.
+type prefixed struct{ name string }
+
+func (p prefixed) Write(b []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line != "" {
+			fmt.Fprintf(os.Stderr, "%s: %s", p.name, line)
+		}
+	}
+	return len(b), nil
+}

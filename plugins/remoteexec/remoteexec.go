@@ -1,0 +1,305 @@
+// Package remoteexec is the executor whose commands run elsewhere: in a
+// container, on another machine. It drives a dsh-agent (bash-local, served
+// over one byte stream) that a Target starts there, and forwards every
+// call of the contract to it; the container and SSH executors are Targets
+// of this one package. The agent kills what it started when its stream
+// closes; Close also removes what the Target made.
+package remoteexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+)
+
+// Target starts the agent where the commands run.
+type Target interface {
+	// Open starts the agent there, as the target's part of the settings
+	// says (see Config.Split), and returns its stream and what removes
+	// what Open made. agent is the agent's part, which the agent's
+	// executor gets once the session is open (Open may read it: for
+	// instance to scrub on this side what the agent would).
+	Open(ctx context.Context, target, agent []byte) (*Session, error)
+}
+
+// Session is one agent's stream and what goes with it.
+type Session struct {
+	Stream io.ReadWriteCloser
+	// Cleanup removes what Open made (a container), once the agent's
+	// stream is closed; nil when there is nothing to remove.
+	Cleanup func(ctx context.Context) error
+	// Where says where the commands run, for errors ("container 3f2a…").
+	Where string
+}
+
+// Config makes an Executor.
+type Config struct {
+	Description pluginapi.Description
+	Target      Target
+	// Split parts a settings section into the target's (what Open gets)
+	// and the agent's (what its executor is configured with), refusing
+	// what neither takes with pluginapi.ErrInvalidSettings.
+	Split func(settings []byte) (target, agent []byte, err error)
+}
+
+// Executor is a ShellExecutor whose commands run where its Target starts
+// the agent. It opens the agent at the first call that needs it, with the
+// settings in force then, and again after a session ended (the container
+// died, the connection dropped): the call in flight then fails with
+// pluginapi.ErrPluginUnavailable, saying where.
+type Executor struct {
+	cfg Config
+
+	mu     sync.Mutex
+	target []byte // the target's part of the settings in force
+	agent  []byte // the agent's part
+	sess   *session
+	closed bool
+}
+
+type session struct {
+	*Session
+	client *pluginapi.StreamClient
+}
+
+var (
+	_ pluginapi.ShellExecutor = (*Executor)(nil)
+	_ pluginapi.LiveRunner    = (*Executor)(nil)
+	_ pluginapi.RequestRunner = (*Executor)(nil)
+	_ pluginapi.Configurable  = (*Executor)(nil)
+	_ pluginapi.SpillReader   = (*Executor)(nil)
+)
+
+// New returns an Executor over cfg.Target.
+func New(cfg Config) *Executor { return &Executor{cfg: cfg} }
+
+// Describe answers from memory: it is the host's liveness check, and must
+// not wait for a target.
+func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) {
+	return e.cfg.Description, nil
+}
+
+// Configure takes the executor's settings section. A session already open
+// gets the agent's part at once; when the target's part changed, the
+// session ends (what it ran with it), and the next call opens one as the
+// new settings say.
+func (e *Executor) Configure(ctx context.Context, settings []byte) error {
+	target, agent, err := e.cfg.Split(settings)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	same := string(target) == string(e.target)
+	e.target, e.agent = target, agent
+	s := e.sess
+	e.mu.Unlock()
+	switch {
+	case s == nil:
+		return nil
+	case !same:
+		return e.closeSession(ctx, s)
+	}
+	return where(s, s.client.Configure(ctx, agentSettings(agent)))
+}
+
+// agentSettings are the agent's part as its executor takes them: {} for
+// none, so that a reconfigure resets what an earlier one set.
+func agentSettings(agent []byte) []byte {
+	if len(agent) == 0 {
+		return []byte("{}")
+	}
+	return agent
+}
+
+// session is the open session, opened (again) when there is none.
+func (e *Executor) session(ctx context.Context) (*session, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, pluginapi.ErrExecutorClosed
+	}
+	if s := e.sess; s != nil {
+		select {
+		case <-s.client.Done():
+			e.sess = nil // it ended: closed below, outside nobody's way
+			go e.closeSession(context.Background(), s)
+		default:
+			return s, nil
+		}
+	}
+	opened, err := e.cfg.Target.Open(ctx, e.target, e.agent)
+	if err != nil {
+		return nil, err
+	}
+	client, err := pluginapi.DialStream(opened.Stream)
+	if err != nil {
+		opened.Stream.Close()
+		cleanup(opened)
+		return nil, err
+	}
+	s := &session{Session: opened, client: client}
+	if len(e.agent) > 0 {
+		if err := client.Configure(ctx, e.agent); err != nil {
+			_ = e.closeSession(context.WithoutCancel(ctx), s)
+			return nil, fmt.Errorf("%s: the agent: %w", opened.Where, err)
+		}
+	}
+	e.sess = s
+	return s, nil
+}
+
+// closeTimeout bounds the removal of what a session made.
+const closeTimeout = 30 * time.Second
+
+// closeSession ends s: the agent closes its executor (killing what it
+// runs), its stream closes, and what the target made is removed.
+func (e *Executor) closeSession(ctx context.Context, s *session) error {
+	e.mu.Lock()
+	if e.sess == s {
+		e.sess = nil
+	}
+	e.mu.Unlock()
+	var errs []error
+	select {
+	case <-s.client.Done():
+	default:
+		if err := s.client.Close(ctx); err != nil && !errors.Is(err, pluginapi.ErrPluginUnavailable) {
+			errs = append(errs, err)
+		}
+	}
+	_ = s.client.CloseStream()
+	errs = append(errs, cleanup(s.Session))
+	return errors.Join(errs...)
+}
+
+func cleanup(s *Session) error {
+	if s.Cleanup == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return s.Cleanup(ctx)
+}
+
+// where names a session's target in an error from its agent.
+func where(s *session, err error) error {
+	if err == nil || s.Where == "" || !errors.Is(err, pluginapi.ErrPluginUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w (commands ran in %s)", err, s.Where)
+}
+
+func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (pluginapi.ExecSpec, error) {
+	s, err := e.session(ctx)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	spec, err := s.client.Resolve(ctx, req)
+	return spec, where(s, err)
+}
+
+func (e *Executor) Run(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.RunResult, error) {
+	return e.RunLive(ctx, spec, nil)
+}
+
+func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
+	s, err := e.session(ctx)
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	var res pluginapi.RunResult
+	if onOutput == nil {
+		res, err = s.client.Run(ctx, spec)
+	} else {
+		res, err = s.client.RunLive(ctx, spec, onOutput)
+	}
+	return res, where(s, err)
+}
+
+func (e *Executor) RunRequest(ctx context.Context, req pluginapi.ExecRequest, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
+	s, err := e.session(ctx)
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	res, err := s.client.RunRequest(ctx, req, onOutput)
+	return res, where(s, err)
+}
+
+func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {
+	s, err := e.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.client.Start(ctx, spec)
+	return p, where(s, err)
+}
+
+func (e *Executor) ReadSpill(ctx context.Context, path string, offset int64, max int) (pluginapi.SpillChunk, error) {
+	s, err := e.session(ctx)
+	if err != nil {
+		return pluginapi.SpillChunk{}, err
+	}
+	c, err := s.client.ReadSpill(ctx, path, offset, max)
+	return c, where(s, err)
+}
+
+// Close ends the session: the agent kills and awaits what it runs, and
+// what the target made is removed. Later calls fail with
+// pluginapi.ErrExecutorClosed.
+func (e *Executor) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	s := e.sess
+	e.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return e.closeSession(ctx, s)
+}
+
+// SplitSettings is a Config.Split for a target whose keys are own: it
+// takes them out of a settings section, as the target's part (nil when
+// none is set), and leaves the rest to the agent, refusing a key that is
+// neither the target's nor one of the common keys of a local executor
+// (localexec.SettingsSchemaProperties) but spillDir: an agent's spill
+// files are where it runs, in a directory of its own.
+func SplitSettings(raw []byte, own ...string) (target, agent []byte, err error) {
+	mine, rest, err := localexec.SplitSettings(raw, own...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var common, left map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(localexec.SettingsSchemaProperties), &common); err != nil {
+		return nil, nil, err
+	}
+	delete(common, "spillDir")
+	if err := json.Unmarshal(rest, &left); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(left)) {
+		if _, ok := common[k]; !ok {
+			if k == "spillDir" {
+				return nil, nil, fmt.Errorf("%w: spillDir: the spill files are where the commands run, in the agent's own directory", pluginapi.ErrInvalidSettings)
+			}
+			return nil, nil, fmt.Errorf("%w: unknown key %q", pluginapi.ErrInvalidSettings, k)
+		}
+	}
+	if len(mine) > 0 {
+		if target, err = json.Marshal(mine); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(left) > 0 {
+		agent = rest
+	}
+	return target, agent, nil
+}

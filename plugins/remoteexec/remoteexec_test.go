@@ -1,0 +1,86 @@
+package remoteexec_test
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
+	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
+	"github.com/dsh-host/dsh-host/plugins/remoteexec"
+)
+
+// pipeTarget opens each session on an agent served in this process (a
+// real bash-local, over an in-memory stream): the shared mechanics with no
+// engine and no SSH server.
+type pipeTarget struct{ opened, cleaned int }
+
+func (p *pipeTarget) Open(ctx context.Context, target, agent []byte) (*remoteexec.Session, error) {
+	host, far := net.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = pluginapi.ServeStream(context.Background(), bashlocal.New(), far)
+	}()
+	p.opened++
+	return &remoteexec.Session{Stream: host, Where: "a pipe", Cleanup: func(context.Context) error {
+		<-served // the agent closed its executor: what it ran is gone
+		p.cleaned++
+		return nil
+	}}, nil
+}
+
+// split takes "where" as the target's key; the rest is the agent's.
+func split(raw []byte) (target, agent []byte, err error) {
+	return remoteexec.SplitSettings(raw, "where")
+}
+
+func newExecutor(t *pipeTarget) *remoteexec.Executor {
+	return remoteexec.New(remoteexec.Config{
+		Description: pluginapi.Description{Name: "pipe", Version: "0", Platform: "linux", Shell: "bash",
+			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: bashlocal.SettingsSchema,
+			Services: []string{pluginapi.ServiceShell}},
+		Target: t,
+		Split:  split,
+	})
+}
+
+// The contract holds through the shared remote mechanics: the suite
+// passes over an agent at the other end of a stream.
+func TestConformanceThroughTheAgent(t *testing.T) {
+	pluginapitest.Run(t, func(t *testing.T) pluginapi.ShellExecutor { return newExecutor(&pipeTarget{}) })
+}
+
+// A change of the agent's settings reaches the open session; a change of
+// the target's ends it (its cleanup runs), and the next call opens another.
+func TestConfigureKeepsOrEndsTheSession(t *testing.T) {
+	pt := &pipeTarget{}
+	x := newExecutor(pt)
+	ctx := t.Context()
+	defer x.Close(context.Background())
+	run := func(req pluginapi.ExecRequest) pluginapi.RunResult {
+		t.Helper()
+		res, err := pluginapi.RunRequest(ctx, x, req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	run(pluginapi.ExecRequest{Command: "true"})
+	if err := x.Configure(ctx, []byte(`{"defaultTimeoutMs": 4321}`)); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(pluginapi.ExecRequest{Command: "true"}); res.TimeoutMs != 4321 || pt.opened != 1 {
+		t.Errorf("after the agent's settings changed: timeout %d (want 4321), %d sessions opened (want 1)", res.TimeoutMs, pt.opened)
+	}
+	if err := x.Configure(ctx, []byte(`{"where": "elsewhere", "defaultTimeoutMs": 4321}`)); err != nil {
+		t.Fatal(err)
+	}
+	if pt.cleaned != 1 {
+		t.Errorf("the target's settings changed, and the session was cleaned up %d times, want 1", pt.cleaned)
+	}
+	if res := run(pluginapi.ExecRequest{Command: "true"}); res.TimeoutMs != 4321 || pt.opened != 2 {
+		t.Errorf("after the target's settings changed: timeout %d (want 4321), %d sessions opened (want 2)", res.TimeoutMs, pt.opened)
+	}
+}
