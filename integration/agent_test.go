@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ type agentProc struct {
 	cmd    *exec.Cmd
 	x      *pluginapi.StreamClient
 	exited chan struct{} // closed once the agent has exited and been waited for
-	stderr lockedBuffer
+	stderr logBuffer
 }
 
 // startAgent starts dsh-agent --stdio, tagged, and dials it over its
@@ -73,24 +72,6 @@ func startAgent(t *testing.T, tag string) *agentProc {
 		}
 	})
 	return a
-}
-
-// lockedBuffer is a process's stderr, read while it may still write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The agent is bash-local, whole, across its stdio: the conformance suite
@@ -192,7 +173,7 @@ func TestAgentRunByHandExplainsItself(t *testing.T) {
 	tty := openTerminal(t)
 	cmd := exec.Command(bins.agent, "--stdio")
 	cmd.Stdin, cmd.Stdout = tty, tty
-	var stderr lockedBuffer
+	var stderr logBuffer
 	cmd.Stderr = &stderr
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
