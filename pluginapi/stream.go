@@ -37,7 +37,7 @@ func ServeStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteClo
 	conn := newStreamConn(stream)
 	life, stop := context.WithCancel(context.Background())
 	defer stop()
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))
 	pb.RegisterShellExecutorServer(srv, newGRPCServer(life, impl))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(&oneConnListener{conn: conn, closed: make(chan struct{})}) }()
@@ -101,6 +101,7 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStreamMessage)),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
 	)
 	if err != nil {
 		sc.Close()
@@ -119,6 +120,12 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 // plugin's gRPC server takes (go-plugin's default), since the same
 // responses cross both.
 const maxStreamMessage = 4 << 20
+
+// streamWindow is the HTTP/2 flow-control window of a stream's
+// connection: a stream through an engine's attach or an SSH channel has a
+// longer round trip than a local socket, and a read of a megabyte of
+// output must not wait for window updates every 64 KiB.
+const streamWindow = 4 << 20
 
 // Done is closed once the stream has ended.
 func (c *StreamClient) Done() <-chan struct{} { return c.sc.gone }
