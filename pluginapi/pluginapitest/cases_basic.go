@@ -118,8 +118,8 @@ var runCases = []suiteCase{
 		}
 	}},
 	{"run/paths and environment values need not be UTF-8", func(e *env) {
-		dir := filepath.Join(e.t.TempDir(), "caf\xe9")
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		dir := filepath.Join(e.workdir(), "caf\xe9")
+		if err := os.Mkdir(dir, 0o755); err != nil {
 			e.t.Fatal(err)
 		}
 		value := "na\xefve \xff"

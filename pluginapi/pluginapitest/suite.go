@@ -35,6 +35,8 @@ package pluginapitest
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -147,6 +149,23 @@ func cases() []suiteCase {
 		all = append(all, group...)
 	}
 	return all
+}
+
+// workdir is a new directory for commands to run in: the test's own,
+// opened to every user of the machine (0755, and its parent 0711), for an
+// executor whose commands run as another user here (SSH to 127.0.0.1).
+func (e *env) workdir() string {
+	e.t.Helper()
+	dir := e.t.TempDir()
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, 0o755}, {filepath.Dir(dir), 0o711}} {
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // resolve resolves req or fails the test.

@@ -10,7 +10,6 @@
 package container
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -94,33 +93,7 @@ const ownSchema = `"engine": {"type": "string", "description": "Docker Engine AP
 // SettingsSchema is the JSON Schema of the container executor's settings:
 // its own keys, and the common keys but spillDir (its spill files are in
 // the container).
-var SettingsSchema = schema()
-
-func schema() string {
-	var common map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(localexec.SettingsSchemaProperties), &common); err != nil {
-		panic(err)
-	}
-	delete(common, "spillDir")
-	var b strings.Builder
-	b.WriteString(`{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "title": "shell (container)",
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    ` + ownSchema)
-	keys := make([]string, 0, len(common))
-	for k := range common {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, ",\n    %q: %s", k, common[k])
-	}
-	b.WriteString("\n  }\n}")
-	return b.String()
-}
+var SettingsSchema = remoteexec.SettingsSchema("shell (container)", ownSchema)
 
 // New returns the container executor.
 func New() *remoteexec.Executor {
@@ -144,10 +117,8 @@ func split(raw []byte) (target, agent []byte, err error) {
 		return target, agent, err
 	}
 	var s Settings
-	dec := json.NewDecoder(bytes.NewReader(target))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
+	if err := remoteexec.DecodeStrict(target, &s); err != nil {
+		return nil, nil, err
 	}
 	return target, agent, nil
 }
@@ -215,7 +186,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 	if err != nil {
 		return nil, err
 	}
-	env := forwardedEnv(s.ForwardEnv, scrub)
+	env := remoteexec.ForwardedEnv(s.ForwardEnv, scrub)
 	if !hasPath(img.Config) && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
 		// An image without one (an imported tarball's) gets Docker's
 		// default, which not every engine adds.
@@ -346,28 +317,10 @@ func agentFor(s Settings, arch string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("container: the agent %s is not a file", path)
 	}
-	if got := elfArch(path); got != "" && got != arch {
+	if got := remoteexec.ELFArch(path); got != "" && got != arch {
 		return "", fmt.Errorf("container: the agent %s is built for %s, the image for %s", path, got, arch)
 	}
 	return filepath.Abs(path)
-}
-
-// forwardedEnv is NAME=VALUE for each name set in this process, less
-// what the credential scrub (the agent's settings: scrubCredentials,
-// credentialPatterns, credentialAllowlist) hides: a credential is scrubbed
-// here, and never leaves the machine.
-func forwardedEnv(names []string, scrub localexec.Settings) []string {
-	var env []string
-	for _, n := range names {
-		if v, ok := os.LookupEnv(n); ok {
-			env = append(env, n+"="+v)
-		}
-	}
-	hidden := localexec.ScrubbedNames(scrub, env)
-	return slices.DeleteFunc(env, func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(hidden, name)
-	})
 }
 
 // attachStream is a container's attached stdio as one stream: what is

@@ -2,7 +2,6 @@ package container
 
 import (
 	"context"
-	"debug/elf"
 	"fmt"
 	"os"
 	"strconv"
@@ -75,31 +74,4 @@ func sweep(ctx context.Context, c *client.Client) {
 			fmt.Fprintf(os.Stderr, "container: removing leftover %s of a dead plugin: %v\n", short(s.ID), err)
 		}
 	}
-}
-
-// elfArch is the GOARCH name of an ELF binary's machine, "" when it is not
-// one this knows.
-func elfArch(path string) string {
-	f, err := elf.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	switch f.Machine {
-	case elf.EM_X86_64:
-		return "amd64"
-	case elf.EM_AARCH64:
-		return "arm64"
-	case elf.EM_386:
-		return "386"
-	case elf.EM_ARM:
-		return "arm"
-	case elf.EM_RISCV:
-		return "riscv64"
-	case elf.EM_PPC64:
-		return "ppc64le"
-	case elf.EM_S390:
-		return "s390x"
-	}
-	return ""
 }
