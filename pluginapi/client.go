@@ -19,6 +19,11 @@ import (
 // sent.
 const MaxRequestBytes = 3 << 20
 
+// boundSkew is how much earlier than the client's the plugin's copy of a
+// run's bound may run out (it is sent as the time left, and its timer
+// starts later).
+const boundSkew = 500 * time.Millisecond
+
 // abortSettleMargin is how long, beyond the spec's kill grace, the client
 // waits for an aborted Run to settle before it gives up on the plugin.
 const abortSettleMargin = 5 * time.Second
@@ -163,6 +168,12 @@ func (c *grpcClient) runStream(ctx context.Context, start *pb.RunStart, timeout,
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
+			if dl, ok := sctx.Deadline(); ok && sctx.Err() == nil && c.life.Err() == nil && time.Until(dl) < boundSkew {
+				// The plugin's copy of the deadline (sent as the time
+				// left) ran out a moment before this side's: the bound,
+				// not the plugin, ended the run.
+				<-sctx.Done()
+			}
 			if sctx.Err() != nil && c.life.Err() == nil {
 				if errors.Is(sctx.Err(), context.DeadlineExceeded) {
 					return RunResult{}, fmt.Errorf("%w: the command did not settle within %s", ErrPluginUnavailable, bound)
