@@ -106,6 +106,7 @@ func New() *remoteexec.Executor {
 		},
 		Target: t,
 		Split:  split,
+		Reopen: true, // a container removed from outside is replaced
 	})
 }
 

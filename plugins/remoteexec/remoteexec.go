@@ -49,6 +49,12 @@ type Config struct {
 	// and the agent's (what its executor is configured with), refusing
 	// what neither takes with pluginapi.ErrInvalidSettings.
 	Split func(settings []byte) (target, agent []byte, err error)
+	// Reopen says a session that ended by itself (its container died) is
+	// replaced at the next call. Without it (a connection to another
+	// machine, whose commands died with it) the next calls fail, saying
+	// so, until Configure asks for a new session: reconnecting is
+	// explicit.
+	Reopen bool
 }
 
 // Executor is a ShellExecutor whose commands run where its Target starts
@@ -64,6 +70,12 @@ type Executor struct {
 	agent  []byte // the agent's part
 	sess   *session
 	closed bool
+	// ended is why the last session ended by itself, while it is not
+	// reopened (Config.Reopen unset) and no Configure came since.
+	ended error
+	// cleanups are sessions that ended by themselves, being closed:
+	// Close waits for them.
+	cleanups sync.WaitGroup
 }
 
 type session struct {
@@ -101,6 +113,7 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 	same := string(target) == string(e.target)
 	e.target, e.agent = target, agent
 	s := e.sess
+	e.ended = nil // the explicit way to reconnect
 	e.mu.Unlock()
 	switch {
 	case s == nil:
@@ -130,11 +143,22 @@ func (e *Executor) session(ctx context.Context) (*session, error) {
 	if s := e.sess; s != nil {
 		select {
 		case <-s.client.Done():
-			e.sess = nil // it ended: closed below, outside nobody's way
-			go e.closeSession(context.Background(), s)
+			e.sess = nil // it ended: closed aside, in nobody's way
+			e.cleanups.Add(1)
+			go func() {
+				defer e.cleanups.Done()
+				_ = e.closeSession(context.Background(), s)
+			}()
+			if !e.cfg.Reopen {
+				e.ended = fmt.Errorf("%w: the session with %s ended (the connection dropped, and what ran there was killed); "+
+					"it is not reopened by itself: configure the executor again, or reload it, to reconnect", pluginapi.ErrPluginUnavailable, s.Where)
+			}
 		default:
 			return s, nil
 		}
+	}
+	if e.ended != nil {
+		return nil, e.ended
 	}
 	opened, err := e.cfg.Target.Open(ctx, e.target, e.agent)
 	if err != nil {
@@ -260,6 +284,7 @@ func (e *Executor) Close(ctx context.Context) error {
 	e.closed = true
 	s := e.sess
 	e.mu.Unlock()
+	defer e.cleanups.Wait()
 	if s == nil {
 		return nil
 	}

@@ -2,8 +2,12 @@ package remoteexec_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
@@ -14,10 +18,15 @@ import (
 // pipeTarget opens each session on an agent served in this process (a
 // real bash-local, over an in-memory stream): the shared mechanics with no
 // engine and no SSH server.
-type pipeTarget struct{ opened, cleaned int }
+type pipeTarget struct {
+	opened  int          // only the caller's goroutine opens
+	cleaned atomic.Int32 // a session that ended is cleaned up aside
+	far     net.Conn     // the agent's end of the last session's stream
+}
 
 func (p *pipeTarget) Open(ctx context.Context, target, agent []byte) (*remoteexec.Session, error) {
 	host, far := net.Pipe()
+	p.far = far
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -26,7 +35,7 @@ func (p *pipeTarget) Open(ctx context.Context, target, agent []byte) (*remoteexe
 	p.opened++
 	return &remoteexec.Session{Stream: host, Where: "a pipe", Cleanup: func(context.Context) error {
 		<-served // the agent closed its executor: what it ran is gone
-		p.cleaned++
+		p.cleaned.Add(1)
 		return nil
 	}}, nil
 }
@@ -36,8 +45,11 @@ func split(raw []byte) (target, agent []byte, err error) {
 	return remoteexec.SplitSettings(raw, "where")
 }
 
-func newExecutor(t *pipeTarget) *remoteexec.Executor {
+func newExecutor(t *pipeTarget) *remoteexec.Executor { return newExecutorReopening(t, true) }
+
+func newExecutorReopening(t *pipeTarget, reopen bool) *remoteexec.Executor {
 	return remoteexec.New(remoteexec.Config{
+		Reopen: reopen,
 		Description: pluginapi.Description{Name: "pipe", Version: "0", Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: bashlocal.SettingsSchema,
 			Services: []string{pluginapi.ServiceShell}},
@@ -77,10 +89,47 @@ func TestConfigureKeepsOrEndsTheSession(t *testing.T) {
 	if err := x.Configure(ctx, []byte(`{"where": "elsewhere", "defaultTimeoutMs": 4321}`)); err != nil {
 		t.Fatal(err)
 	}
-	if pt.cleaned != 1 {
-		t.Errorf("the target's settings changed, and the session was cleaned up %d times, want 1", pt.cleaned)
+	if pt.cleaned.Load() != 1 {
+		t.Errorf("the target's settings changed, and the session was cleaned up %d times, want 1", pt.cleaned.Load())
 	}
 	if res := run(pluginapi.ExecRequest{Command: "true"}); res.TimeoutMs != 4321 || pt.opened != 2 {
 		t.Errorf("after the target's settings changed: timeout %d (want 4321), %d sessions opened (want 2)", res.TimeoutMs, pt.opened)
+	}
+}
+
+// A session that ended by itself (its stream broke) is replaced at the
+// next call when the target reopens; otherwise the next calls fail,
+// saying so, until Configure asks for a new one.
+func TestAnEndedSessionIsReopenedOnlyWhereTheTargetSaysSo(t *testing.T) {
+	for _, reopen := range []bool{true, false} {
+		pt := &pipeTarget{}
+		x := newExecutorReopening(pt, reopen)
+		ctx := t.Context()
+		if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		pt.far.Close() // the connection drops
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, err = pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil)
+			if err == nil || !errors.Is(err, pluginapi.ErrPluginUnavailable) || strings.Contains(err.Error(), "not reopened") || time.Now().After(deadline) {
+				break
+			}
+		}
+		switch {
+		case reopen && (err != nil || pt.opened != 2):
+			t.Errorf("reopening: the call after the stream broke: %v, %d sessions; want a new session", err, pt.opened)
+		case !reopen && (err == nil || !strings.Contains(err.Error(), "not reopened") || pt.opened != 1):
+			t.Errorf("not reopening: the call after the stream broke: %v, %d sessions; want an error saying it is not reopened", err, pt.opened)
+		}
+		if !reopen {
+			if err := x.Configure(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil || pt.opened != 2 {
+				t.Errorf("after Configure, a call: %v, %d sessions; want a new session", err, pt.opened)
+			}
+		}
+		_ = x.Close(context.Background())
 	}
 }
