@@ -23,6 +23,14 @@ import (
 //	}, pluginapitest.Options{Remote: true})
 func Launch(t testing.TB, cmd *exec.Cmd) pluginapi.ShellExecutor {
 	t.Helper()
+	x, _ := LaunchPID(t, cmd)
+	return x
+}
+
+// LaunchPID is Launch, and also says the plugin's process id: for a test
+// that kills the plugin itself.
+func LaunchPID(t testing.TB, cmd *exec.Cmd) (pluginapi.ShellExecutor, int) {
+	t.Helper()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
@@ -58,5 +66,5 @@ func Launch(t testing.TB, cmd *exec.Cmd) pluginapi.ShellExecutor {
 	if !ok {
 		t.Fatalf("plugin %q of %s is a %T, not a pluginapi.ShellExecutor", pluginapi.PluginName, cmd.Path, raw)
 	}
-	return x
+	return x, pid
 }

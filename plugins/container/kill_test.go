@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 	"github.com/moby/moby/client"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 )
 
 // A plugin SIGKILLed (as a host's SIGKILL leaves it, or worse: it cannot
@@ -26,22 +25,7 @@ func TestASIGKILLedPluginLeavesNoContainer(t *testing.T) {
 	for _, name := range []string{"docker", "podman"} {
 		t.Run(name, func(t *testing.T) {
 			addr := engine(t, name)
-			c := plugin.NewClient(&plugin.ClientConfig{
-				HandshakeConfig: pluginapi.Handshake, VersionedPlugins: pluginapi.PluginSets(),
-				Cmd: exec.Command(pluginBin), AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-				AutoMTLS: true, Logger: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn}),
-			})
-			defer c.Kill()
-			rpc, err := c.Client()
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := rpc.Dispense(pluginapi.PluginName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := raw.(pluginapi.ShellExecutor)
-			pid := c.ReattachConfig().Pid
+			x, pid := pluginapitest.LaunchPID(t, exec.Command(pluginBin))
 			label := strconv.Itoa(pid) + "@" + startTime(t, pid)
 			ctx := t.Context()
 			if err := x.(pluginapi.Configurable).Configure(ctx, settings(t, addr, nil)); err != nil {

@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 )
 
 // A plugin SIGKILLed (its host SIGKILLed leaves it no better off) leaves
@@ -23,21 +21,7 @@ func TestASIGKILLedPluginLeavesNothingOnTheTarget(t *testing.T) {
 	settings := settingsJSON(t, target(t, map[string]any{"keepaliveMs": 1000}))
 	user := os.Getenv("DSH_TEST_SSH_USER")
 	bin := buildPlugin(t)
-	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: pluginapi.Handshake, VersionedPlugins: pluginapi.PluginSets(),
-		Cmd: exec.Command(bin), AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS: true, Logger: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn}),
-	})
-	defer c.Kill()
-	rpc, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := rpc.Dispense(pluginapi.PluginName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := raw.(pluginapi.ShellExecutor)
+	x, pid := pluginapitest.LaunchPID(t, exec.Command(bin))
 	ctx := t.Context()
 	if err := x.(pluginapi.Configurable).Configure(ctx, []byte(settings)); err != nil {
 		t.Fatal(err)
@@ -56,7 +40,7 @@ func TestASIGKILLedPluginLeavesNothingOnTheTarget(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := syscall.Kill(c.ReattachConfig().Pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(5 * time.Second)
