@@ -2,12 +2,15 @@ package ssh_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
@@ -95,5 +98,62 @@ func TestAnUnknownHostKeyIsRefused(t *testing.T) {
 	_, err := pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: "true"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "key is unknown") {
 		t.Errorf("a target whose host key is not in known_hosts: %v; want a refusal", err)
+	}
+}
+
+// A connection that drops under a run (its sshd session killed, as a
+// restarted sshd or a broken network leaves it) fails the run at once,
+// kills what ran there, and is not reopened by itself: later calls say
+// so, until the executor is configured again.
+func TestADroppedConnectionIsNotReopenedByItself(t *testing.T) {
+	settings := []byte(settingsJSON(t, target(t, nil)))
+	user := os.Getenv("DSH_TEST_SSH_USER")
+	x := ssh.New()
+	defer x.Close(t.Context())
+	ctx := t.Context()
+	if err := x.Configure(ctx, settings); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() {
+		_, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "sleep 1003"}, nil)
+		ran <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(userProcs(user, "sleep 1003")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's sleep did not start within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sessions := userProcs(user, "sshd: "+user)
+	if len(sessions) == 0 {
+		t.Fatalf("no sshd session process of %s: %v", user, userProcs(user, ""))
+	}
+	for pid := range sessions {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	select {
+	case err := <-ran:
+		if !errors.Is(err, pluginapi.ErrPluginUnavailable) {
+			t.Errorf("the run whose connection dropped: %v, want ErrPluginUnavailable", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the run whose connection dropped was still waiting 15s later")
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(userProcs(user, "sleep 1003")) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's sleep outlived its dropped connection by 5s: %v", userProcs(user, ""))
+		}
+	}
+	_, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil)
+	if !errors.Is(err, pluginapi.ErrPluginUnavailable) || !strings.Contains(err.Error(), "not reopened") {
+		t.Errorf("a call after the connection dropped: %v; want it refused, saying the session is not reopened", err)
+	}
+	if err := x.Configure(ctx, settings); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again"}, nil); err != nil || res.Stdout.Text != "again\n" {
+		t.Errorf("a call after Configure: %q, %v; want a new connection to run it", res.Stdout.Text, err)
 	}
 }
