@@ -147,7 +147,7 @@ func (e *Executor) session(ctx context.Context) (*session, error) {
 			e.cleanups.Add(1)
 			go func() {
 				defer e.cleanups.Done()
-				_ = e.closeSession(context.Background(), s)
+				_ = endSession(context.Background(), s)
 			}()
 			if !e.cfg.Reopen {
 				e.ended = fmt.Errorf("%w: the session with %s ended (the connection dropped, and what ran there was killed); "+
@@ -173,7 +173,7 @@ func (e *Executor) session(ctx context.Context) (*session, error) {
 	s := &session{Session: opened, client: client}
 	if len(e.agent) > 0 {
 		if err := client.Configure(ctx, e.agent); err != nil {
-			_ = e.closeSession(context.WithoutCancel(ctx), s)
+			_ = endSession(context.WithoutCancel(ctx), s) // never e.sess: e.mu stays held
 			return nil, fmt.Errorf("%s: the agent: %w", opened.Where, err)
 		}
 	}
@@ -192,6 +192,12 @@ func (e *Executor) closeSession(ctx context.Context, s *session) error {
 		e.sess = nil
 	}
 	e.mu.Unlock()
+	return endSession(ctx, s)
+}
+
+// endSession ends s, which is no longer the executor's session (or never
+// was).
+func endSession(ctx context.Context, s *session) error {
 	var errs []error
 	select {
 	case <-s.client.Done():

@@ -133,3 +133,26 @@ func TestAnEndedSessionIsReopenedOnlyWhereTheTargetSaysSo(t *testing.T) {
 		_ = x.Close(context.Background())
 	}
 }
+
+// Settings the agent refuses (a value past its bound: only the agent
+// knows its bounds) fail the call that opens the session, saying so, and
+// leave no session behind; the executor still closes.
+func TestSettingsTheAgentRefusesFailTheCall(t *testing.T) {
+	pt := &pipeTarget{}
+	x := newExecutor(pt)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := x.Configure(ctx, []byte(`{"killGraceMs": 999999999}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil)
+	if !errors.Is(err, pluginapi.ErrInvalidSettings) || !strings.Contains(err.Error(), "the agent") || ctx.Err() != nil {
+		t.Errorf("a run with settings the agent refuses: %v; want ErrInvalidSettings from the agent, at once", err)
+	}
+	if pt.cleaned.Load() != 1 {
+		t.Errorf("the refused session was cleaned up %d times, want 1", pt.cleaned.Load())
+	}
+	if err := x.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
