@@ -95,11 +95,9 @@ func TestAgentKillsWhatItStartedWhenItsStreamCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := a.x.Start(ctx, spec)
-	if err != nil {
+	if _, err := a.x.Start(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	_ = job
 	ran := make(chan error, 1)
 	go func() {
 		_, err := pluginapi.RunRequest(context.Background(), a.x, pluginapi.ExecRequest{Command: "setsid sleep 1003 & sleep 1004"}, nil)

@@ -198,9 +198,9 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
 	}
-	init := true
+	withInit := true
 	host := &ctr.HostConfig{
-		Init: &init, AutoRemove: true, ReadonlyRootfs: s.ReadOnly,
+		Init: &withInit, AutoRemove: true, ReadonlyRootfs: s.ReadOnly,
 		Binds:       []string{agent + ":" + agentInContainer + ":ro"},
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},

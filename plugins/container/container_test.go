@@ -1,6 +1,7 @@
 package container_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,14 +28,7 @@ var engines = map[string]string{
 
 // image is the image the tests run commands in (.ci/run builds it from
 // Debian's busybox-static and bash-static, with no registry).
-var image = cmp(os.Getenv("DSH_TEST_IMAGE"), "dsh-test:local")
-
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
+var image = cmp.Or(os.Getenv("DSH_TEST_IMAGE"), "dsh-test:local")
 
 // agent is dsh-agent, built static by TestMain; plugin is the executor's
 // plugin binary.
@@ -156,14 +150,26 @@ func requireNoContainersOf(t *testing.T, addr, label string, within time.Duratio
 	}
 }
 
-// The suite passes with the commands in a container, on each engine. The
-// test's temporary directory is the workspace (the cases make their
-// workdirs there), and the variables the suite sets are forwarded.
+// The suite passes with the commands in a container, on each engine. A
+// directory of the test's is the workspace, and its TMPDIR, so that the
+// cases' workdirs are in the container too; the container's /tmp, where
+// the agent spills, is its own (a spill file the suite read from this
+// machine's file system would not be found), and the variables the suite
+// sets are forwarded.
 func TestConformanceInAContainer(t *testing.T) {
 	for _, name := range []string{"docker", "podman"} {
 		t.Run(name, func(t *testing.T) {
 			addr := engine(t, name)
-			base := settings(t, addr, map[string]any{"workspace": os.TempDir(), "forwardEnv": pluginapitest.InheritedNames()})
+			workspace, err := os.MkdirTemp("", "dsh-container-workspace-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(workspace)
+			if err := os.Chmod(workspace, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("TMPDIR", workspace)
+			base := settings(t, addr, map[string]any{"workspace": workspace, "forwardEnv": pluginapitest.InheritedNames()})
 			pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
 				t.Cleanup(func() { requireNoContainers(t, addr) })
 				return container.New()
