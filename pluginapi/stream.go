@@ -145,6 +145,11 @@ type streamConn struct {
 	rwc      io.ReadWriteCloser
 	gone     chan struct{}
 	goneOnce sync.Once
+	// The stream is closed once, however many close it (gRPC's
+	// transport, and its owner): not every stream's Close may be called
+	// twice, or at once (an SSH session's stdin may not).
+	closeOnce sync.Once
+	closeErr  error
 }
 
 func newStreamConn(rwc io.ReadWriteCloser) *streamConn {
@@ -171,7 +176,8 @@ func (c *streamConn) Write(p []byte) (int, error) {
 
 func (c *streamConn) Close() error {
 	c.ended()
-	return c.rwc.Close()
+	c.closeOnce.Do(func() { c.closeErr = c.rwc.Close() })
+	return c.closeErr
 }
 
 func (c *streamConn) LocalAddr() net.Addr                { return streamAddr{} }

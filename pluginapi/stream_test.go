@@ -163,3 +163,46 @@ func TestABrokenStreamFailsCallsInFlight(t *testing.T) {
 		t.Errorf("a run after the stream broke: %v, want ErrPluginUnavailable", err)
 	}
 }
+
+// countingCloser counts the Closes of a stream.
+type countingCloser struct {
+	net.Conn
+	closes atomic.Int32
+}
+
+func (c *countingCloser) Close() error {
+	c.closes.Add(1)
+	return c.Conn.Close()
+}
+
+// A stream is closed once, though both gRPC's transport (the other end
+// went away) and its owner (CloseStream) close it: some streams' Close
+// may not be called twice, or at once (an SSH session's stdin).
+func TestAStreamIsClosedOnce(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	defer goleak.VerifyNone(t, before)
+	hostEnd, agent := net.Pipe()
+	counted := &countingCloser{Conn: hostEnd}
+	x := newEchoExecutor()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = pluginapi.ServeStream(context.Background(), x, agent)
+	}()
+	c, err := pluginapi.DialStream(counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t.Context(), c, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	agent.Close() // the other end goes: the transport closes its side
+	<-c.Done()
+	<-served
+	time.Sleep(50 * time.Millisecond) // the transport's own close
+	c.CloseStream()
+	c.CloseStream()
+	if n := counted.closes.Load(); n != 1 {
+		t.Errorf("the stream was closed %d times, want once", n)
+	}
+}
