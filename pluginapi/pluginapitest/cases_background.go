@@ -53,7 +53,7 @@ var backgroundCases = []suiteCase{
 		if !exit.Killed || exit.ExitCode != nil || exit.Signal == "" {
 			e.t.Errorf("a killed process must settle as Killed, with its signal and no exit code: %+v", exit)
 		}
-		requireGroupGone(e.t, pgid)
+		requireGroupGone(e.t, e.look, pgid)
 		if again, err := p.Kill(e.ctx); err != nil || again {
 			e.t.Errorf("a second Kill must report false without an error; got %v, %v", again, err)
 		}
@@ -195,7 +195,7 @@ var backgroundCases = []suiteCase{
 		if !exit.Killed {
 			e.t.Errorf("cancelling Start's ctx must kill the process (it settles as Killed): %+v", exit)
 		}
-		requireGroupGone(e.t, pgid)
+		requireGroupGone(e.t, e.look, pgid)
 	}},
 	{"background/close terminates and joins what runs", func(e *env) {
 		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.PIDThen(e.sh.Sleep(1000))}))
@@ -213,7 +213,7 @@ var backgroundCases = []suiteCase{
 		if !exit.Killed {
 			e.t.Errorf("Close must kill every background process still running (it settles as Killed): %+v", exit)
 		}
-		requireGroupGone(e.t, pgid)
+		requireGroupGone(e.t, e.look, pgid)
 		if err := e.x.Close(e.ctx); err != nil {
 			e.t.Errorf("Close must be safe to call twice; a second Close: %v", err)
 		}

@@ -34,7 +34,7 @@ var deadlineCases = []suiteCase{
 		if res.TimeoutMs != 300 {
 			e.t.Errorf("the result must carry the effective timeoutMs (300); got %d", res.TimeoutMs)
 		}
-		requireGroupGone(e.t, firstLineProc(e.t, res.Stdout.Text))
+		requireGroupGone(e.t, e.look, firstLineProc(e.t, res.Stdout.Text))
 	}},
 	{"deadline/a command ignoring SIGTERM is killed after the grace", func(e *env) {
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.IgnoreTerm(e.sh.PIDThen(e.sh.Sleep(1000))), TimeoutMs: 300})
@@ -45,7 +45,7 @@ var deadlineCases = []suiteCase{
 		if !res.TimedOut || res.Signal != "SIGKILL" {
 			e.t.Errorf("a command that ignores SIGTERM must be SIGKILLed after the kill grace: timedOut %v signal %q, want true SIGKILL", res.TimedOut, res.Signal)
 		}
-		requireGroupGone(e.t, firstLineProc(e.t, res.Stdout.Text))
+		requireGroupGone(e.t, e.look, firstLineProc(e.t, res.Stdout.Text))
 	}},
 	{"deadline/cancelling ctx aborts with the cause", func(e *env) {
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.PIDThen(e.sh.Sleep(1000)), TimeoutMs: 60_000})
@@ -62,7 +62,7 @@ var deadlineCases = []suiteCase{
 		if res.AbortReason != "the user pressed stop" {
 			e.t.Errorf("the abort reason must be the ctx's cancel cause (context.Cause), %q; got %q", "the user pressed stop", res.AbortReason)
 		}
-		requireGroupGone(e.t, firstLineProc(e.t, res.Stdout.Text))
+		requireGroupGone(e.t, e.look, firstLineProc(e.t, res.Stdout.Text))
 	}},
 	{"deadline/timeout first: timedOut only", func(e *env) {
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Sleep(1000), TimeoutMs: 200})

@@ -61,7 +61,7 @@ var terminationCases = []suiteCase{
 			e.t.Errorf("Kill must send SIGTERM to every process of the command's process group before SIGKILL, not only "+
 				"to the shell: a member of the group that traps SIGTERM never got it (it prints %q on SIGTERM); output %q", termWord, out)
 		}
-		requireGroupGone(e.t, group)
+		requireGroupGone(e.t, e.look, group)
 	}},
 	{"termination/what the shell leaves running is killed and counted", func(e *env) {
 		began := time.Now()
@@ -76,14 +76,14 @@ var terminationCases = []suiteCase{
 		if res.LeftoversKilled != len(pids) {
 			e.t.Errorf("LeftoversKilled must count the processes killed after the shell exited (in its group, setsid, double fork): got %d, want %d", res.LeftoversKilled, len(pids))
 		}
-		requirePIDsGone(e.t, pids...)
+		requirePIDsGone(e.t, e.look, pids...)
 	}},
 	{"termination/a lone escaped descendant is found too", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Escape(1000)})
 		if res.LeftoversKilled != 1 {
 			e.t.Errorf("LeftoversKilled must count a lone descendant that left the group, killed after the shell exited: got %d, want 1", res.LeftoversKilled)
 		}
-		requirePIDsGone(e.t, firstLineProc(e.t, res.Stdout.Text))
+		requirePIDsGone(e.t, e.look, firstLineProc(e.t, res.Stdout.Text))
 	}},
 	{"termination/a command that leaves nothing running reports no leftovers", func(e *env) {
 		res := e.run(pluginapi.ExecRequest{Command: e.sh.Exit(0)})
@@ -96,7 +96,7 @@ var terminationCases = []suiteCase{
 		if !res.TimedOut {
 			e.t.Errorf("a command still running at its timeout must settle as timedOut: %+v", res)
 		}
-		requirePIDsGone(e.t, leftPIDs(e, res.Stdout.Text)...)
+		requirePIDsGone(e.t, e.look, leftPIDs(e, res.Stdout.Text)...)
 	}},
 	{"termination/kill of a background process kills escaped descendants", func(e *env) {
 		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000)}))
@@ -107,7 +107,7 @@ var terminationCases = []suiteCase{
 		if killed, err := p.Kill(e.ctx); err != nil || !killed {
 			e.t.Fatalf("Kill of a running background process must kill it and report true; got %v, %v", killed, err)
 		}
-		requirePIDsGone(e.t, leftPIDs(e, out)...)
+		requirePIDsGone(e.t, e.look, leftPIDs(e, out)...)
 	}},
 	{"termination/close kills what background processes left", func(e *env) {
 		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.LeaveBehind(1000) + "; " + e.sh.Sleep(1000)}))
@@ -118,6 +118,6 @@ var terminationCases = []suiteCase{
 		if err := e.x.Close(e.ctx); err != nil {
 			e.t.Fatalf("Close must terminate what the executor runs and return no error: %v", err)
 		}
-		requirePIDsGone(e.t, leftPIDs(e, out)...)
+		requirePIDsGone(e.t, e.look, leftPIDs(e, out)...)
 	}},
 }

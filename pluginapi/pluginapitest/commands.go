@@ -53,6 +53,21 @@ type Commands struct {
 	// to the shell too, so that word is not lost to a group killed because
 	// its shell ended first.
 	TermWitness func(word string) string
+	// Procs, Marked and KillAll are the probes of an Options.Elsewhere run,
+	// which look at the processes where the commands run. Each exits 3
+	// when it cannot read them there (no /proc).
+	//
+	// Procs prints the PID namespace on its first line, as "ns NS" (NS as
+	// PIDThen prints it), then the PID and process group of each live
+	// process, one per line.
+	Procs string
+	// Marked prints the live processes whose environment holds kv
+	// (NAME=VALUE), itself not among them: one per line, each as its PID or
+	// as /proc/PID/environ.
+	Marked func(kv string) string
+	// KillAll SIGKILLs pids, first printing each on a line with its
+	// command line.
+	KillAll func(pids []int) string
 	// TextOnly says the shell holds environment values as text, so one
 	// that is not UTF-8 cannot reach its output byte for byte
 	// (PowerShell's strings are UTF-16).
@@ -80,6 +95,23 @@ var POSIX = Commands{
 		return "sleep " + s + " & echo $!; setsid sleep " + s + " & echo $!; " +
 			"(setsid sleep " + s + " & echo $!) ; echo done " + posixPIDNS
 	},
+	Procs: "[ -r /proc/self/stat ] || exit 3; echo ns " + posixPIDNS + "; " +
+		"for f in /proc/[0-9]*/stat; do read -r s < \"$f\" 2>/dev/null || continue; " +
+		"set -- ${s##*) }; case $1 in Z|X) continue;; esac; echo \"${s%% *} $3\"; done",
+	// The shell ends as grep, the mark out of its environment: grep reads
+	// every environment but its own.
+	Marked: func(kv string) string {
+		name, _, _ := strings.Cut(kv, "=")
+		return "[ -r /proc/self/environ ] || exit 3; unset " + name + "; exec grep -lsxzF -e " + shQuote(kv) + " /proc/[0-9]*/environ"
+	},
+	KillAll: func(pids []int) string {
+		list := ""
+		for _, p := range pids {
+			list += " " + strconv.Itoa(p)
+		}
+		return "for p in" + list + "; do c=$(tr '\\0' ' ' 2>/dev/null < /proc/$p/cmdline); printf '%s (%s)\n' $p \"${c% }\"; done; " +
+			"kill -9" + list + " 2>/dev/null; true"
+	},
 	// The shell's trap is a handler, not "ignore": the member, started
 	// after it, gets SIGTERM's default and can trap it.
 	TermWitness: func(word string) string {
@@ -96,6 +128,10 @@ const posixPIDNS = "$(readlink /proc/$$/ns/pid 2>/dev/null)"
 func termMember(word string) string {
 	return "w() { echo " + word + "; exit 0; }; trap w TERM; echo ready; while :; do sleep 0.1; done"
 }
+
+// shQuote quotes s for a POSIX shell: single quotes, each inner one
+// closed, escaped and reopened.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // psQuote quotes s for PowerShell: single quotes, doubled inside.
 func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -143,20 +143,13 @@ func groupMembers(pgid int) ([]int, error) {
 }
 
 // requireGroupGone fails the test unless no process of group g is alive
-// within goneWithin. It fails where it cannot look (no /proc).
-func requireGroupGone(t testing.TB, g procRef) {
+// within goneWithin, as l sees it. It fails where l cannot look.
+func requireGroupGone(t testing.TB, l looker, g procRef) {
 	t.Helper()
-	requireLooking(t, "the check that the command's process group is gone", g)
-	pgid := g.pid
+	l.canLook(t, "the check that the command's process group is gone", g)
 	deadline := time.Now().Add(goneWithin)
 	for {
-		var left []int
-		var err error
-		if g.ns == "" || g.ns == ownPIDNS() {
-			left, err = groupMembers(pgid)
-		} else {
-			left, err = liveIn(g.ns, "NSpgid", pgid)
-		}
+		left, err := l.groupLive(g)
 		if err != nil {
 			t.Fatalf("the check that process group %s is gone cannot look: %v", g, err)
 		}
@@ -164,7 +157,7 @@ func requireGroupGone(t testing.TB, g procRef) {
 			return
 		}
 		if time.Now().After(deadline) {
-			names := killAll(left)
+			names := l.kill(left)
 			t.Fatalf("process group %s still had live members %v %s after the command ended; the suite killed them. "+
 				"An executor must kill the command's whole process group when it ends, times out or is aborted "+
 				"(SIGTERM, the kill grace, SIGKILL)", g, names, goneWithin)
@@ -194,13 +187,13 @@ func firstLineProc(t testing.TB, s string) procRef {
 }
 
 // requirePIDsGone fails the test unless every process is gone (or a
-// zombie) within goneWithin. It fails where it cannot look (no /proc).
-func requirePIDsGone(t testing.TB, procs ...procRef) {
+// zombie) within goneWithin, as l sees it. It fails where l cannot look.
+func requirePIDsGone(t testing.TB, l looker, procs ...procRef) {
 	t.Helper()
-	requireLooking(t, "the check that the processes a command started are gone", procs...)
+	l.canLook(t, "the check that the processes a command started are gone", procs...)
 	live := func(r procRef) bool {
 		t.Helper()
-		pids, err := hostPIDs(r)
+		pids, err := l.pidLive(r)
 		if err != nil {
 			t.Fatalf("the check that process %s is gone cannot look: %v", r, err)
 		}
@@ -212,10 +205,10 @@ func requirePIDsGone(t testing.TB, procs ...procRef) {
 			if time.Now().After(deadline) {
 				var left []int
 				for _, r := range procs {
-					pids, _ := hostPIDs(r)
+					pids, _ := l.pidLive(r)
 					left = append(left, pids...)
 				}
-				names := killAll(left)
+				names := l.kill(left)
 				t.Fatalf("processes %v of %v were still alive %s after the command ended; the suite killed them. "+
 					"An executor must kill every process a command started, also those that left its process "+
 					"group (setsid, a double fork): tag them (pluginapi.ExecIDVar) and find them by the tag", names, procs, goneWithin)
@@ -330,13 +323,25 @@ func killAll(pids []int) []string {
 
 // sweepCase runs when a case is over, after the executor's Close and the
 // factory's own cleanups: it waits up to goneWithin for every process that
-// carries the case's mark to be gone, then kills those still alive and
-// fails the case naming them. So a failing executor leaves nothing behind.
-func sweepCase(t testing.TB, kv string) {
+// carries the case's mark to be gone, as each of ls sees it, then kills
+// those still alive and fails the case naming them. So a failing executor
+// leaves nothing behind.
+func sweepCase(t testing.TB, kv string, ls ...looker) {
+	t.Helper()
+	for _, l := range ls {
+		sweepWith(t, l, kv)
+	}
+}
+
+func sweepWith(t testing.TB, l looker, kv string) {
 	t.Helper()
 	deadline := time.Now().Add(goneWithin)
 	for {
-		left := marked(kv)
+		left, err := l.marked(kv)
+		if err != nil {
+			t.Errorf("the sweep for what outlived the case cannot look at %s: %v", l.where(), err)
+			return
+		}
 		if len(left) == 0 {
 			return
 		}
@@ -344,13 +349,13 @@ func sweepCase(t testing.TB, kv string) {
 			var names []string
 			// A process may fork while it is killed: look again.
 			for round := 0; round < 3 && len(left) > 0; round++ {
-				names = append(names, killAll(left)...)
-				left = marked(kv)
+				names = append(names, l.kill(left)...)
+				left, _ = l.marked(kv)
 			}
-			t.Errorf("processes outlived the case and the executor's Close; the suite killed them: %s. "+
+			t.Errorf("processes outlived the case and the executor's Close; the suite killed them (seen from %s): %s. "+
 				"An executor must kill everything its commands started, at the latest on Close; "+
 				"a Remote factory must also stop the plugin process it launched (pluginapitest.Launch does)",
-				strings.Join(names, ", "))
+				l.where(), strings.Join(names, ", "))
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -49,10 +49,10 @@ func TestGoneChecksFailWhereTheyCannotLook(t *testing.T) {
 	self := procRef{pid: os.Getpid()}
 	inNS := procRef{pid: 1, ns: "pid:[4026531836]"}
 	for name, run := range map[string]func(t testing.TB){
-		"group":              func(t testing.TB) { requireGroupGone(t, self) },
-		"group in namespace": func(t testing.TB) { requireGroupGone(t, inNS) },
-		"pids":               func(t testing.TB) { requirePIDsGone(t, self) },
-		"pids in namespace":  func(t testing.TB) { requirePIDsGone(t, self, inNS) },
+		"group":              func(t testing.TB) { requireGroupGone(t, hostLook{}, self) },
+		"group in namespace": func(t testing.TB) { requireGroupGone(t, hostLook{}, inNS) },
+		"pids":               func(t testing.TB) { requirePIDsGone(t, hostLook{}, self) },
+		"pids in namespace":  func(t testing.TB) { requirePIDsGone(t, hostLook{}, self, inNS) },
 	} {
 		f := &failures{TB: t}
 		msgs := f.check(run)
@@ -68,8 +68,8 @@ func TestGoneChecksPassForAProcessThatIsGone(t *testing.T) {
 	// A process ID that is no process: above the kernel's highest.
 	gone := procRef{pid: 1 << 23}
 	for name, run := range map[string]func(t testing.TB){
-		"group": func(t testing.TB) { requireGroupGone(t, gone) },
-		"pids":  func(t testing.TB) { requirePIDsGone(t, gone) },
+		"group": func(t testing.TB) { requireGroupGone(t, hostLook{}, gone) },
+		"pids":  func(t testing.TB) { requirePIDsGone(t, hostLook{}, gone) },
 	} {
 		f := &failures{TB: t}
 		if msgs := f.check(run); len(msgs) != 0 {

@@ -4,7 +4,10 @@
 // table case: exit facts, signal deaths, the fused deadline (timeout and
 // abort, never both), infrastructure errors, stdin, background processes and
 // their output, Kill and Close. The cases about termination check, from
-// /proc, that what they started is gone.
+// /proc, that what they started is gone: this test's /proc (through the
+// PID namespace of a container on this kernel), or, for commands that run
+// elsewhere (Options.Elsewhere), the /proc where they run, read by probe
+// commands through a second executor of the same kind.
 //
 // A failing case says what the executor must do, and leaves nothing
 // running: what a check finds still alive, it kills before it fails; and
@@ -61,6 +64,18 @@ type Options struct {
 	// configures them before each case, and adds them to the settings a
 	// case configures (the case's keys win).
 	Settings string
+	// Elsewhere says the commands run where this test's /proc cannot see
+	// them (another machine; a PID namespace on another kernel): the suite
+	// then checks liveness and leftovers with probe commands (Commands'
+	// Procs, Marked and KillAll) run there, through a witness: an executor
+	// from Witness (nil: from the factory), made without the case's mark
+	// and configured with Settings. The witness must see the processes of
+	// the factory's executors' commands, also once those are closed (the
+	// same machine and user, over SSH, for instance). A check whose
+	// witness cannot look fails; it never passes unlooked.
+	Elsewhere bool
+	// Witness makes the witness of an Elsewhere run; nil means the factory.
+	Witness Factory
 }
 
 // caseTimeout bounds one case.
@@ -78,6 +93,8 @@ type env struct {
 	sh   Commands
 	// base are Options.Settings, parsed.
 	base map[string]any
+	// look finds the processes where the commands run.
+	look looker
 }
 
 // both are the executor over the wire and, when the suite holds it, the
@@ -114,7 +131,20 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 			// executor's Close and the factory's own cleanups.
 			mark := newCaseMark()
 			t.Setenv(caseMarkVar, mark)
-			t.Cleanup(func() { sweepCase(t, caseMarkVar+"="+mark) })
+			var look looker = hostLook{}
+			if opts.Elsewhere {
+				w := &witnessLook{t: t, make: opts.Witness, sh: sh, base: []byte(opts.Settings), mark: mark}
+				if w.make == nil {
+					w.make = factory
+				}
+				t.Cleanup(func() {
+					defer w.done()
+					sweepCase(t, caseMarkVar+"="+mark, w, hostLook{})
+				})
+				look = w
+			} else {
+				t.Cleanup(func() { sweepCase(t, caseMarkVar+"="+mark, look) })
+			}
 			impl := factory(t)
 			x, local := impl, pluginapi.ShellExecutor(nil)
 			if !opts.Remote {
@@ -130,7 +160,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 			defer cancel()
-			e := &env{t: t, ctx: ctx, x: x, impl: local, sh: sh}
+			e := &env{t: t, ctx: ctx, x: x, impl: local, sh: sh, look: look}
 			if opts.Settings != "" {
 				if err := json.Unmarshal([]byte(opts.Settings), &e.base); err != nil {
 					t.Fatalf("Options.Settings %s is not a JSON object: %v", opts.Settings, err)

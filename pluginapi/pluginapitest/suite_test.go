@@ -123,6 +123,27 @@ func requireAll(t *testing.T, out string, wants ...string) {
 	}
 }
 
+// Where the suite cannot read the test's own /proc (the commands run
+// elsewhere), it checks through a witness executor, with probe commands:
+// an executor that keeps the contract passes, and one that loses what
+// left the group fails with the same messages as here, and the suite
+// kills what it left.
+func TestElsewhereTheSuiteLooksThroughAWitness(t *testing.T) {
+	const run = `^TestBrokenUnderTheSuite$/^(termination|background)$/^(what_the_shell|a_lone_escaped|close_kills|start_returns_at_once|close_terminates)`
+	out, err := runChildOf(t, "elsewhere", run)
+	if err != nil {
+		t.Errorf("the suite failed, looking through a witness, an executor that keeps the contract: %v\n%s", err, out)
+	}
+	requireAll(t, out, "--- PASS: TestBrokenUnderTheSuite/termination/close_kills_what_background_processes_left")
+	out = runChild(t, "untagged-elsewhere", run)
+	requireAll(t, out,
+		"--- FAIL: TestBrokenUnderTheSuite/termination/what_the_shell_leaves_running_is_killed_and_counted",
+		"--- FAIL: TestBrokenUnderTheSuite/termination/a_lone_escaped_descendant_is_found_too",
+		"the suite killed them. An executor must kill every process a command started, also those that left its process group",
+		"sleep 1000",
+	)
+}
+
 // A Remote factory that launches a plugin and never stops it fails its
 // case, and the suite kills the plugin.
 func TestTheSuiteKillsAPluginItsFactoryLeftRunning(t *testing.T) {
@@ -226,6 +247,17 @@ func TestBrokenUnderTheSuite(t *testing.T) {
 		pluginapitest.Run(t, func(t *testing.T) pluginapi.ShellExecutor {
 			return bashExecutor("env", []string{"-u", pluginapi.ExecIDVar})
 		})
+	case "untagged-elsewhere", "elsewhere":
+		// The suite cannot read this machine's /proc: it must look through
+		// a witness, here a second executor of the same kind.
+		pluginapitest.BlindHostProc(t)
+		pre := []string{"-u", pluginapi.ExecIDVar}
+		if os.Getenv(childVar) == "elsewhere" {
+			pre = []string{}
+		}
+		pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+			return bashExecutor("env", pre)
+		}, pluginapitest.Options{Elsewhere: true})
 	case "forgetful":
 		// The plugin is launched and never killed.
 		pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {

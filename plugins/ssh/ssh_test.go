@@ -76,11 +76,12 @@ func settingsJSON(t *testing.T, m map[string]any) string {
 }
 
 // The suite passes with the commands on the far side of SSH, as an
-// unprivileged user.
+// unprivileged user, checking liveness and leftovers there: through a
+// second SSH executor to the same target, never from this machine's /proc.
 func TestConformanceOverSSH(t *testing.T) {
 	base := settingsJSON(t, target(t, map[string]any{"forwardEnv": pluginapitest.InheritedNames()}))
 	pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor { return ssh.New() },
-		pluginapitest.Options{Settings: base})
+		pluginapitest.Options{Settings: base, Elsewhere: true})
 }
 
 // A host key that is not in known_hosts is refused: the executor never
