@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -332,37 +331,11 @@ func closeSpawners(spawners []*confine.Spawner) {
 	}
 }
 
-// denial matches what a refusal looks like in a command's output: Landlock
-// refuses with EACCES (EXDEV for a rename or link across its rules),
-// seccomp with EPERM, a read-only mount with EROFS.
-var denial = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|invalid cross-device link`)
-
-// maxEvidence bounds the evidence lines of a likely denial, and their
-// length.
-const (
-	maxEvidence     = 5
-	maxEvidenceLine = 240
-)
-
 func (s *sandbox) Assess(res pluginapi.RunResult) []string {
 	if res.Sandbox == nil || res.Sandbox.Mode == pluginapi.SandboxDangerFullAccess {
 		return nil
 	}
-	var evidence []string
-	for _, text := range []string{res.Stderr.Text, res.Stdout.Text} {
-		for _, line := range strings.Split(text, "\n") {
-			if len(evidence) == maxEvidence {
-				return evidence
-			}
-			if denial.MatchString(line) {
-				if len(line) > maxEvidenceLine {
-					line = strings.ToValidUTF8(line[:maxEvidenceLine], "") + "…"
-				}
-				evidence = append(evidence, line)
-			}
-		}
-	}
-	return evidence
+	return localexec.DenialEvidence(res)
 }
 
 func (s *sandbox) Close() error {

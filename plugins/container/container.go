@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
@@ -64,11 +65,10 @@ type Settings struct {
 	// User the commands run as in the container ("1000:1000", "nobody");
 	// empty: the image's.
 	User string `json:"user,omitempty"`
-	// Network lets the container reach a network; off by default.
-	Network bool `json:"network,omitempty"`
-	// ReadOnly makes the container's root file system and the workspace
-	// read-only (only /tmp, a private tmpfs, is writable).
-	ReadOnly bool `json:"readOnly,omitempty"`
+	// NetworkName is the engine network a container joins when its mode
+	// has a network (SandboxPolicy.Network, or danger-full-access);
+	// empty: the engine's default.
+	NetworkName string `json:"networkName,omitempty"`
 	// Agent is the dsh-agent binary to mount, for the image's
 	// architecture; empty: bin/agent/linux-ARCH/dsh-agent beside this
 	// plugin's directory (as make build lays it out).
@@ -76,57 +76,34 @@ type Settings struct {
 	// ForwardEnv names variables of this plugin's environment that the
 	// container gets; credential-like ones are scrubbed here first.
 	ForwardEnv []string `json:"forwardEnv,omitempty"`
+	// SandboxPolicy is the settings file's sandbox section: what each
+	// mode's container may write and reach, and its limits.
+	SandboxPolicy Policy `json:"sandboxPolicy,omitempty"`
 }
 
 // ownKeys are the JSON names of Settings.
-var ownKeys = []string{"engine", "image", "workspace", "user", "network", "readOnly", "agent", "forwardEnv"}
+var ownKeys = []string{"engine", "image", "workspace", "user", "networkName", "agent", "forwardEnv", pluginapi.SandboxPolicySetting}
 
 const ownSchema = `"engine": {"type": "string", "description": "Docker Engine API address (unix://, tcp://); default DOCKER_HOST, else the engine's socket"},
     "image": {"type": "string", "description": "the image commands run in (required)"},
-    "workspace": {"type": "string", "description": "directory of this machine mounted at the same path, and the default workdir"},
+    "workspace": {"type": "string", "description": "directory of this machine mounted at the same path (writable but in read-only mode), and the default workdir"},
     "user": {"type": "string", "description": "user commands run as in the container (default: the image's)"},
-    "network": {"type": "boolean", "default": false, "description": "let the container reach a network"},
-    "readOnly": {"type": "boolean", "default": false, "description": "read-only root file system and workspace (/tmp stays writable)"},
+    "networkName": {"type": "string", "description": "the engine network a container joins when the sandbox policy gives it one (default: the engine's default network)"},
     "agent": {"type": "string", "description": "the dsh-agent binary to mount (default: bin/agent/linux-ARCH/dsh-agent)"},
-    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the container gets (credentials scrubbed)"}`
+    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the container gets (credentials scrubbed)"},
+    "` + pluginapi.SandboxPolicySetting + `": ` + PolicySchema
 
 // SettingsSchema is the JSON Schema of the container executor's settings:
 // its own keys, and the common keys but spillDir (its spill files are in
 // the container).
 var SettingsSchema = remoteexec.SettingsSchema("shell (container)", ownSchema)
 
-// New returns the container executor.
-func New() *remoteexec.Executor {
-	t := &target{}
-	return remoteexec.New(remoteexec.Config{
-		Description: pluginapi.Description{
-			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
-			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
-			Services: []string{pluginapi.ServiceShell},
-		},
-		Target: t,
-		Split:  split,
-		Reopen: true, // a container removed from outside is replaced
-	})
-}
-
-// split parts a settings section into the container's keys and the
-// agent's, refusing what neither takes.
-func split(raw []byte) (target, agent []byte, err error) {
-	target, agent, err = remoteexec.SplitSettings(raw, ownKeys...)
-	if err != nil || target == nil {
-		return target, agent, err
-	}
-	var s Settings
-	if err := remoteexec.DecodeStrict(target, &s); err != nil {
-		return nil, nil, err
-	}
-	return target, agent, nil
-}
-
-// target opens sessions: one container each.
+// target opens sessions: one container each, in one sandbox mode.
 type target struct {
-	swept sync.Once
+	mode  pluginapi.SandboxMode
+	swept *sync.Once // one sweep for all the modes' targets
+	// facts are what the last container opened enforces.
+	facts atomic.Pointer[pluginapi.SandboxFacts]
 }
 
 func (t *target) Open(ctx context.Context, raw, agent []byte) (*remoteexec.Session, error) {
@@ -198,36 +175,19 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
 	}
+	lay, err := layoutFor(s, t.mode)
+	if err != nil {
+		return nil, err
+	}
+	t.facts.Store(&lay.facts)
 	withInit := true
 	host := &ctr.HostConfig{
-		Init: &withInit, AutoRemove: true, ReadonlyRootfs: s.ReadOnly,
+		Init: &withInit, AutoRemove: true,
 		Binds:       []string{agent + ":" + agentInContainer + ":ro"},
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
 	}
-	if !s.Network {
-		cfg.NetworkDisabled = true
-		host.NetworkMode = "none"
-	}
-	if s.Workspace != "" {
-		ws, err := filepath.Abs(s.Workspace)
-		if err != nil {
-			return nil, fmt.Errorf("%w: workspace: %v", pluginapi.ErrInvalidSettings, err)
-		}
-		if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("%w: workspace %s is not a directory of this machine", pluginapi.ErrInvalidSettings, ws)
-		}
-		mode := "rw"
-		if s.ReadOnly {
-			mode = "ro"
-		}
-		host.Binds = append(host.Binds, ws+":"+ws+":"+mode)
-		cfg.WorkingDir = ws
-	}
-	if s.ReadOnly && cfg.WorkingDir != "/tmp" {
-		// Somewhere to write, for what commands cannot do without.
-		host.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"}
-	}
+	lay.apply(cfg, host, s.NetworkName)
 	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
 	if err != nil {
 		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
@@ -250,7 +210,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 	return &remoteexec.Session{
 		Stream:  newAttachStream(attached.HijackedResponse, "container "+short(id)),
 		Cleanup: remove,
-		Where:   "container " + short(id) + " of " + s.Image,
+		Where:   "container " + short(id) + " of " + s.Image + " (" + string(t.mode) + ")",
 	}, nil
 }
 

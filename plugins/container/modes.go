@@ -1,0 +1,275 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+	"github.com/dsh-host/dsh-host/plugins/remoteexec"
+)
+
+// Executor is the container executor. A sandbox mode is a container's
+// shape (a read-only root, which mounts are writable, a network), fixed
+// when the engine creates it; so each mode a command asks for has a
+// container of its own, made at the first command in that mode: usually
+// only the default mode's. Every result says, in its sandbox facts, what
+// its container enforced.
+type Executor struct {
+	desc  pluginapi.Description
+	swept sync.Once
+
+	mu       sync.Mutex
+	settings []byte // the section in force
+	policy   Policy
+	byMode   map[pluginapi.SandboxMode]*modeExecutor
+	closed   bool
+}
+
+// modeExecutor is one mode's executor and its target.
+type modeExecutor struct {
+	*remoteexec.Executor
+	target *target
+}
+
+var (
+	_ pluginapi.ShellExecutor = (*Executor)(nil)
+	_ pluginapi.LiveRunner    = (*Executor)(nil)
+	_ pluginapi.RequestRunner = (*Executor)(nil)
+	_ pluginapi.Configurable  = (*Executor)(nil)
+	_ pluginapi.SpillReader   = (*Executor)(nil)
+)
+
+// New returns the container executor.
+func New() *Executor {
+	return &Executor{
+		desc: pluginapi.Description{
+			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
+			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
+			Services: []string{pluginapi.ServiceShell}, Uncontained: uncontained,
+		},
+		byMode: map[pluginapi.SandboxMode]*modeExecutor{},
+	}
+}
+
+// split parts a settings section into the container's keys and the
+// agent's, refusing what neither takes and a policy the container cannot
+// take.
+func split(raw []byte) (target, agent []byte, err error) {
+	target, agent, err = remoteexec.SplitSettings(raw, ownKeys...)
+	if err != nil || target == nil {
+		return target, agent, err
+	}
+	var s Settings
+	if err := remoteexec.DecodeStrict(target, &s); err != nil {
+		return nil, nil, err
+	}
+	if err := s.SandboxPolicy.check(); err != nil {
+		return nil, nil, err
+	}
+	return target, agent, nil
+}
+
+// Describe answers from memory: the default mode is the policy's.
+func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.desc
+	d.SandboxMode = e.policy.defaultMode()
+	return d, nil
+}
+
+// Configure takes the settings section (with the policy, as a host puts
+// it there), and hands it to each mode's executor: a mode whose container
+// the new settings change gets a new one at its next command.
+func (e *Executor) Configure(ctx context.Context, settings []byte) error {
+	target, _, err := split(settings)
+	if err != nil {
+		return err
+	}
+	var s Settings
+	if target != nil {
+		_ = remoteexec.DecodeStrict(target, &s)
+	}
+	e.mu.Lock()
+	e.settings, e.policy = settings, s.SandboxPolicy
+	execs := slices.Collect(maps.Values(e.byMode))
+	e.mu.Unlock()
+	var errs []error
+	for _, x := range execs {
+		errs = append(errs, x.Configure(ctx, settings))
+	}
+	return errors.Join(errs...)
+}
+
+// pick is the mode a request runs in: the policy's default unless it asks
+// for another.
+func (e *Executor) pick(asked pluginapi.SandboxMode) (pluginapi.SandboxMode, error) {
+	if asked == pluginapi.SandboxNone {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.policy.defaultMode(), nil
+	}
+	if !slices.Contains(modes, asked) {
+		return "", fmt.Errorf("%w: sandbox mode %q: the container executor offers %v", pluginapi.ErrInvalidRequest, asked, modes)
+	}
+	return asked, nil
+}
+
+// executor is mode's executor, made (and configured) at its first use.
+func (e *Executor) executor(ctx context.Context, mode pluginapi.SandboxMode) (*modeExecutor, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, pluginapi.ErrExecutorClosed
+	}
+	if x := e.byMode[mode]; x != nil {
+		return x, nil
+	}
+	t := &target{mode: mode, swept: &e.swept}
+	x := &modeExecutor{target: t, Executor: remoteexec.New(remoteexec.Config{
+		Description: e.desc, Target: t, Split: split,
+		Reopen: true, // a container removed from outside is replaced
+	})}
+	if e.settings != nil {
+		// No session is open yet: this only keeps the settings.
+		if err := x.Configure(ctx, e.settings); err != nil {
+			return nil, err
+		}
+	}
+	e.byMode[mode] = x
+	return x, nil
+}
+
+// specMode is the mode of a spec Resolve returned.
+func specMode(spec pluginapi.ExecSpec) (pluginapi.SandboxMode, error) {
+	if !slices.Contains(modes, spec.SandboxMode) {
+		return "", fmt.Errorf("%w: sandbox mode %q is not one of %v", pluginapi.ErrSpecNotResolved, spec.SandboxMode, modes)
+	}
+	return spec.SandboxMode, nil
+}
+
+// Resolve resolves req in its mode's container (the agent there does not
+// sandbox: the container does), and names the mode in the spec.
+func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (pluginapi.ExecSpec, error) {
+	mode, err := e.pick(req.SandboxMode)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	x, err := e.executor(ctx, mode)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
+	req.SandboxMode = pluginapi.SandboxNone
+	spec, err := x.Resolve(ctx, req)
+	spec.SandboxMode = mode
+	return spec, err
+}
+
+func (e *Executor) Run(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.RunResult, error) {
+	return e.RunLive(ctx, spec, nil)
+}
+
+func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
+	mode, err := specMode(spec)
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	x, err := e.executor(ctx, mode)
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	spec.SandboxMode = pluginapi.SandboxNone
+	res, err := x.RunLive(ctx, spec, onOutput)
+	return x.withFacts(res), err
+}
+
+func (e *Executor) RunRequest(ctx context.Context, req pluginapi.ExecRequest, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
+	mode, err := e.pick(req.SandboxMode)
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	x, err := e.executor(ctx, mode)
+	if err != nil {
+		return pluginapi.RunResult{}, err
+	}
+	req.SandboxMode = pluginapi.SandboxNone
+	res, err := x.RunRequest(ctx, req, onOutput)
+	return x.withFacts(res), err
+}
+
+// withFacts adds to a result what its container enforced, and the lines
+// that suggest it refused something.
+func (x *modeExecutor) withFacts(res pluginapi.RunResult) pluginapi.RunResult {
+	f := x.target.facts.Load()
+	if f == nil {
+		return res
+	}
+	facts := *f
+	if facts.Mode != pluginapi.SandboxDangerFullAccess {
+		facts.Evidence = localexec.DenialEvidence(res)
+		facts.LikelyDenial = len(facts.Evidence) > 0
+	}
+	res.Sandbox = &facts
+	return res
+}
+
+func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {
+	mode, err := specMode(spec)
+	if err != nil {
+		return nil, err
+	}
+	x, err := e.executor(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	spec.SandboxMode = pluginapi.SandboxNone
+	return x.Start(ctx, spec)
+}
+
+// ReadSpill reads a spill file of one of the containers: the default
+// mode's first.
+func (e *Executor) ReadSpill(ctx context.Context, path string, offset int64, max int) (pluginapi.SpillChunk, error) {
+	e.mu.Lock()
+	first := e.byMode[e.policy.defaultMode()]
+	var execs []*modeExecutor
+	if first != nil {
+		execs = append(execs, first)
+	}
+	for _, m := range modes {
+		if x := e.byMode[m]; x != nil && x != first {
+			execs = append(execs, x)
+		}
+	}
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return pluginapi.SpillChunk{}, pluginapi.ErrExecutorClosed
+	}
+	err := fmt.Errorf("%w: %s: no command ran in a container yet", pluginapi.ErrNotASpill, path)
+	for _, x := range execs {
+		var c pluginapi.SpillChunk
+		if c, err = x.ReadSpill(ctx, path, offset, max); err == nil {
+			return c, nil
+		}
+	}
+	return pluginapi.SpillChunk{}, err
+}
+
+// Close ends every mode's container: what runs there is killed, and the
+// container removed.
+func (e *Executor) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	execs := slices.Collect(maps.Values(e.byMode))
+	e.mu.Unlock()
+	var errs []error
+	for _, x := range execs {
+		errs = append(errs, x.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,42 @@
+package localexec
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// denial matches what a sandbox's refusal looks like in a command's
+// output: Landlock refuses with EACCES (EXDEV for a rename or link across
+// its rules), seccomp with EPERM, a read-only mount with EROFS, a network
+// namespace without a network with ENETUNREACH or a failed name lookup.
+var denial = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|invalid cross-device link|network is unreachable|temporary failure in name resolution`)
+
+// maxEvidence bounds the evidence lines of a likely denial, and their
+// length.
+const (
+	maxEvidence     = 5
+	maxEvidenceLine = 240
+)
+
+// DenialEvidence is the lines of res's output (stderr first) that look
+// like a sandbox refused something: at most five, each cut to 240 bytes.
+// A sandboxing executor reports them as its result's evidence.
+func DenialEvidence(res pluginapi.RunResult) []string {
+	var evidence []string
+	for _, text := range []string{res.Stderr.Text, res.Stdout.Text} {
+		for _, line := range strings.Split(text, "\n") {
+			if len(evidence) == maxEvidence {
+				return evidence
+			}
+			if denial.MatchString(line) {
+				if len(line) > maxEvidenceLine {
+					line = strings.ToValidUTF8(line[:maxEvidenceLine], "") + "…"
+				}
+				evidence = append(evidence, line)
+			}
+		}
+	}
+	return evidence
+}
