@@ -224,6 +224,9 @@ func RenderResult(res pluginapi.RunResult) string {
 	if res.Aborted {
 		notes = append(notes, "[aborted: "+res.AbortReason+"]")
 	}
+	if res.Interrupted != "" {
+		notes = append(notes, "[interrupted: the executor lost the command, so how it ended is unknown: "+res.Interrupted+"]")
+	}
 	if sb := res.Sandbox; sb != nil {
 		switch {
 		case sb.RunnerFailure != "":

@@ -202,6 +202,13 @@ func TestRenderResultSaysWhatTheSandboxDid(t *testing.T) {
 	if !strings.Contains(lost, "[sandbox workspace-write: the sandbox lost the command, so how it ended is unknown: the run's init ended") {
 		t.Errorf("a run the sandbox lost: %q", lost)
 	}
+	dropped := host.RenderResult(pluginapi.RunResult{
+		Stdout:      pluginapi.CollectedOutput{Text: "half"},
+		Interrupted: "the session with ci@build-box ended under the command",
+	})
+	if !strings.Contains(dropped, "half\n[interrupted: the executor lost the command, so how it ended is unknown: the session with ci@build-box ended") {
+		t.Errorf("a run whose executor lost it: %q", dropped)
+	}
 	quiet := host.RenderResult(pluginapi.RunResult{ExitCode: &code, Sandbox: &pluginapi.SandboxFacts{Mode: pluginapi.SandboxReadOnly}})
 	if strings.Contains(quiet, "sandbox") {
 		t.Errorf("a run with nothing to say about its sandbox: %q", quiet)

@@ -117,7 +117,7 @@ func resultToProto(r RunResult) *pb.RunResult {
 		ExitCode: exitCodeToProto(r.ExitCode), Signal: r.Signal, TimedOut: r.TimedOut,
 		Aborted: r.Aborted, AbortReason: r.AbortReason, TimeoutMs: r.TimeoutMs,
 		Stdout: outputToProto(r.Stdout), Stderr: outputToProto(r.Stderr), DurationMs: r.DurationMs,
-		Sandbox: sandboxToProto(r.Sandbox), LeftoversKilled: int32(r.LeftoversKilled),
+		Sandbox: sandboxToProto(r.Sandbox), LeftoversKilled: int32(r.LeftoversKilled), Interrupted: r.Interrupted,
 	}
 }
 
@@ -130,7 +130,7 @@ func resultFromProto(p *pb.RunResult) RunResult {
 		Aborted: p.GetAborted(), AbortReason: p.GetAbortReason(), TimeoutMs: p.GetTimeoutMs(),
 		Stdout: outputFromProto(p.GetStdout()), Stderr: outputFromProto(p.GetStderr()),
 		DurationMs: p.GetDurationMs(), Sandbox: sandboxFromProto(p.GetSandbox()),
-		LeftoversKilled: int(p.GetLeftoversKilled()),
+		LeftoversKilled: int(p.GetLeftoversKilled()), Interrupted: p.GetInterrupted(),
 	}
 }
 

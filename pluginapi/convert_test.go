@@ -157,6 +157,7 @@ func TestResultRoundTrip(t *testing.T) {
 		}}},
 		{"sandbox runner failure", RunResult{Sandbox: &SandboxFacts{Mode: SandboxWorkspaceWrite, RunnerFailure: "landlock unsupported"}}},
 		{"empty sandbox facts", RunResult{Sandbox: &SandboxFacts{}}},
+		{"interrupted", RunResult{Interrupted: "the session with a pipe ended under the command", DurationMs: 19}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -167,6 +167,11 @@ type RunResult struct {
 	// the executor killed after the shell exited.
 	LeftoversKilled int
 	Sandbox         *SandboxFacts
+	// Interrupted says why the run ended without its exit being known: the
+	// executor lost the command (the connection to where it ran dropped;
+	// the agent there kills what it ran). ExitCode and Signal are then
+	// unset, and the output is what arrived before.
+	Interrupted string
 }
 
 // MarshalJSON writes the result with camelCase fields, exitCode and signal
@@ -188,8 +193,9 @@ func (r RunResult) MarshalJSON() ([]byte, error) {
 		DurationMs      int64           `json:"durationMs"`
 		LeftoversKilled int             `json:"leftoversKilled,omitempty"`
 		Sandbox         *SandboxFacts   `json:"sandbox,omitempty"`
+		Interrupted     string          `json:"interrupted,omitempty"`
 	}{r.ExitCode, signal, r.TimedOut, r.Aborted, r.AbortReason, r.TimeoutMs, r.Stdout, r.Stderr,
-		r.DurationMs, r.LeftoversKilled, r.Sandbox})
+		r.DurationMs, r.LeftoversKilled, r.Sandbox, r.Interrupted})
 }
 
 // ExitStatus is the result's exit facts, as rendered by Render.

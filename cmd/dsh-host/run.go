@@ -110,6 +110,9 @@ func runCmd(args []string) int {
 				fmt.Fprintf(os.Stderr, "dsh-host run: the full stream is in %s\n", o.SpillPath)
 			}
 		}
+		if res.Interrupted != "" {
+			fmt.Fprintf(os.Stderr, "dsh-host run: the executor lost the command, how it ended is unknown: %s\n", res.Interrupted)
+		}
 		if res.Sandbox != nil && res.Sandbox.Interrupted != "" {
 			fmt.Fprintf(os.Stderr, "dsh-host run: the sandbox lost the command, how it ended is unknown: %s\n", res.Sandbox.Interrupted)
 		}
@@ -205,7 +208,7 @@ func exitStatus(res pluginapi.RunResult) int {
 	case res.ExitCode != nil:
 		return *res.ExitCode
 	}
-	return exitCannot // how it ended is unknown (the sandbox lost it)
+	return exitCannot // how it ended is unknown (the sandbox or the connection lost it)
 }
 
 // cannot reports a failure and returns its exit status: 2 for the user's

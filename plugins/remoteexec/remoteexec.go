@@ -246,13 +246,17 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
+	began, p := time.Now(), newPartial(spec.StdoutMaxBytes, spec.StderrMaxBytes)
 	var res pluginapi.RunResult
 	if onOutput == nil {
 		res, err = s.client.Run(ctx, spec)
 	} else {
-		res, err = s.client.RunLive(ctx, spec, onOutput)
+		res, err = s.client.RunLive(ctx, spec, p.watch(onOutput))
 	}
-	return res, where(s, err)
+	if err != nil {
+		return settleLost(ctx, s, err, began, spec.TimeoutMs, p)
+	}
+	return res, nil
 }
 
 func (e *Executor) RunRequest(ctx context.Context, req pluginapi.ExecRequest, onOutput func(pluginapi.Stream, []byte)) (pluginapi.RunResult, error) {
@@ -260,8 +264,12 @@ func (e *Executor) RunRequest(ctx context.Context, req pluginapi.ExecRequest, on
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
-	res, err := s.client.RunRequest(ctx, req, onOutput)
-	return res, where(s, err)
+	began, p := time.Now(), newPartial(req.StdoutMaxBytes, req.StderrMaxBytes)
+	res, err := s.client.RunRequest(ctx, req, p.watch(onOutput))
+	if err != nil {
+		return settleLost(ctx, s, err, began, req.TimeoutMs, p)
+	}
+	return res, nil
 }
 
 func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.ShellProcess, error) {

@@ -111,7 +111,11 @@ func TestAnEndedSessionIsReopenedOnlyWhereTheTargetSaysSo(t *testing.T) {
 		pt.far.Close() // the connection drops
 		var err error
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			_, err = pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil)
+			var res pluginapi.RunResult
+			res, err = pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil)
+			if err == nil && res.Interrupted != "" && time.Now().Before(deadline) {
+				continue // a call the breaking stream caught
+			}
 			if err == nil || !errors.Is(err, pluginapi.ErrPluginUnavailable) || strings.Contains(err.Error(), "not reopened") || time.Now().After(deadline) {
 				break
 			}
@@ -154,5 +158,55 @@ func TestSettingsTheAgentRefusesFailTheCall(t *testing.T) {
 	}
 	if err := x.Close(ctx); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+}
+
+// A foreground command whose stream breaks under it settles with a result
+// that says the session ended (no exit code: how it ended is unknown),
+// holding the output that came live before; a broken stream is not an
+// error of a command that did start.
+func TestARunWhoseStreamBreaksSettlesInterrupted(t *testing.T) {
+	for _, live := range []bool{true, false} {
+		pt := &pipeTarget{}
+		x := newExecutor(pt)
+		ctx := t.Context()
+		if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan struct{}, 1)
+		var onOutput func(pluginapi.Stream, []byte)
+		if live {
+			onOutput = func(pluginapi.Stream, []byte) {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}
+		}
+		type outcome struct {
+			res pluginapi.RunResult
+			err error
+		}
+		ran := make(chan outcome, 1)
+		go func() {
+			res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo started; exec sleep 1004"}, onOutput)
+			ran <- outcome{res, err}
+		}()
+		if live {
+			<-started
+		} else {
+			time.Sleep(300 * time.Millisecond)
+		}
+		pt.far.Close() // the connection drops
+		o := <-ran
+		want := ""
+		if live {
+			want = "started\n"
+		}
+		if o.err != nil || o.res.ExitCode != nil || o.res.Signal != "" || o.res.Stdout.Text != want ||
+			!strings.Contains(o.res.Interrupted, "the session with a pipe ended under the command") {
+			t.Errorf("live %v: a run whose stream broke: %+v, %v; want it interrupted, with the output seen live (%q)", live, o.res, o.err, want)
+		}
+		_ = x.Close(context.Background())
 	}
 }

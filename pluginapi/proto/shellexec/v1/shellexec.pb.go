@@ -1078,8 +1078,11 @@ type RunResult struct {
 	DurationMs      int64                  `protobuf:"varint,9,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	Sandbox         *SandboxFacts          `protobuf:"bytes,10,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	LeftoversKilled int32                  `protobuf:"varint,11,opt,name=leftovers_killed,json=leftoversKilled,proto3" json:"leftovers_killed,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Why the run ended without its exit being known: the executor lost the
+	// command (the connection to where it ran dropped). Empty otherwise.
+	Interrupted   string `protobuf:"bytes,12,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
@@ -1187,6 +1190,13 @@ func (x *RunResult) GetLeftoversKilled() int32 {
 		return x.LeftoversKilled
 	}
 	return 0
+}
+
+func (x *RunResult) GetInterrupted() string {
+	if x != nil {
+		return x.Interrupted
+	}
+	return ""
 }
 
 type StartRequest struct {
@@ -2176,7 +2186,7 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0ewritable_roots\x18\x06 \x03(\fR\rwritableRoots\x12\x16\n" +
 	"\x06limits\x18\a \x03(\tR\x06limits\x12 \n" +
 	"\vinterrupted\x18\b \x01(\tR\vinterrupted\x12%\n" +
-	"\x0elimits_reached\x18\t \x03(\tR\rlimitsReached\"\xc8\x03\n" +
+	"\x0elimits_reached\x18\t \x03(\tR\rlimitsReached\"\xea\x03\n" +
 	"\tRunResult\x12 \n" +
 	"\texit_code\x18\x01 \x01(\x03H\x00R\bexitCode\x88\x01\x01\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\tR\x06signal\x12\x1b\n" +
@@ -2191,7 +2201,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"durationMs\x128\n" +
 	"\asandbox\x18\n" +
 	" \x01(\v2\x1e.dsh.shellexec.v1.SandboxFactsR\asandbox\x12)\n" +
-	"\x10leftovers_killed\x18\v \x01(\x05R\x0fleftoversKilledB\f\n" +
+	"\x10leftovers_killed\x18\v \x01(\x05R\x0fleftoversKilled\x12 \n" +
+	"\vinterrupted\x18\f \x01(\tR\vinterruptedB\f\n" +
 	"\n" +
 	"_exit_code\">\n" +
 	"\fStartRequest\x12.\n" +
