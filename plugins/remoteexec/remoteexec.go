@@ -115,10 +115,18 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 	s := e.sess
 	e.ended = nil // the explicit way to reconnect
 	e.mu.Unlock()
-	switch {
-	case s == nil:
+	if s == nil {
 		return nil
-	case !same:
+	}
+	select {
+	case <-s.client.Done():
+		// It ended (the connection dropped) before a call noticed: the
+		// next call opens a new one, as configuring again asks.
+		_ = e.closeSession(ctx, s)
+		return nil
+	default:
+	}
+	if !same {
 		return e.closeSession(ctx, s)
 	}
 	return where(s, s.client.Configure(ctx, agentSettings(agent)))

@@ -210,3 +210,24 @@ func TestARunWhoseStreamBreaksSettlesInterrupted(t *testing.T) {
 		_ = x.Close(context.Background())
 	}
 }
+
+// Configuring again after the stream broke, before any call noticed,
+// reconnects: Configure does not fail on the dead session, and the next
+// call opens a new one.
+func TestConfigureAfterABreakNoCallNoticedReconnects(t *testing.T) {
+	pt := &pipeTarget{}
+	x := newExecutorReopening(pt, false)
+	defer x.Close(context.Background())
+	ctx := t.Context()
+	if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pt.far.Close()
+	time.Sleep(200 * time.Millisecond) // the client sees its stream end
+	if err := x.Configure(ctx, nil); err != nil {
+		t.Fatalf("Configure after the stream broke: %v; want it to ask for a new session", err)
+	}
+	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again"}, nil); err != nil || res.Stdout.Text != "again\n" || pt.opened != 2 {
+		t.Errorf("the call after Configure: %q, %v, %d sessions; want a new session to run it", res.Stdout.Text, err, pt.opened)
+	}
+}

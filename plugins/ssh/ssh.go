@@ -342,9 +342,13 @@ func localAgent(path, goarch string) (string, string, error) {
 // a file with its SHA-256 is there already, and checks what is there
 // afterwards: a target whose copy differs gets this one.
 func upload(c *ssh.Client, local, remote, sum, where string) error {
-	check := "sha256sum " + shellQuote(remote) + " 2>/dev/null"
-	if out, _ := output(c, check); strings.HasPrefix(out, sum) {
+	check := hashCommand(remote)
+	out, _ := output(c, check)
+	if strings.HasPrefix(out, sum) {
 		return nil
+	}
+	if strings.HasPrefix(out, noHasher) {
+		return fmt.Errorf("ssh: %s: the target has none of sha256sum, shasum and openssl, to check the agent's SHA-256 with: install one of them (coreutils has sha256sum)", where)
 	}
 	f, err := os.Open(local)
 	if err != nil {
@@ -369,6 +373,20 @@ func upload(c *ssh.Client, local, remote, sum, where string) error {
 		return fmt.Errorf("ssh: %s: the agent uploaded to ~/%s does not have its SHA-256 (%s): %q %v", where, remote, sum, strings.TrimSpace(out), err)
 	}
 	return nil
+}
+
+// noHasher is what hashCommand prints where the target has no tool for a
+// SHA-256.
+const noHasher = "dsh: no sha256 tool"
+
+// hashCommand prints the SHA-256 of the target's file first, in hex, with
+// the first tool the target has (sha256sum, shasum, openssl), or noHasher.
+func hashCommand(file string) string {
+	f := shellQuote(file)
+	return "if command -v sha256sum >/dev/null 2>&1; then sha256sum " + f + "; " +
+		"elif command -v shasum >/dev/null 2>&1; then shasum -a 256 " + f + "; " +
+		"elif command -v openssl >/dev/null 2>&1; then openssl dgst -sha256 -r " + f + "; " +
+		"else echo '" + noHasher + "'; fi 2>/dev/null"
 }
 
 // shellQuote quotes s for a POSIX shell.
