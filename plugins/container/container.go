@@ -185,7 +185,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		Init: &withInit, AutoRemove: true,
 		// The agent's stdout is the stream, not a log: an engine that also
 		// logged it would copy every byte twice, and slow the stream.
-		LogConfig: ctr.LogConfig{Type: "none"},
+		LogConfig:   ctr.LogConfig{Type: "none"},
 		Binds:       []string{agent + ":" + agentInContainer + ":ro"},
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
