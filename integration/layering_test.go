@@ -15,8 +15,9 @@ var mayImport = map[string][]string{
 	"plugins":     {"pluginapi", "plugins"},
 	"registry":    {"pluginapi", "registry"},
 	"host":        {"pluginapi", "registry", "host"},
-	"cmd":         {"pluginapi", "registry", "host", "plugins"},
-	"integration": {"pluginapi", "registry", "host", "plugins", "integration"},
+	"mcpserver":   {"pluginapi", "registry", "host", "mcpserver"},
+	"cmd":         {"pluginapi", "registry", "host", "plugins", "mcpserver"},
+	"integration": {"pluginapi", "registry", "host", "plugins", "mcpserver", "integration"},
 }
 
 // layer is the top-level directory of an import path of ours.

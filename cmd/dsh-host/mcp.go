@@ -10,22 +10,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/mcpserver"
 	"github.com/dsh-host/dsh-host/pluginapi"
-)
-
-// mcpOwner owns the jobs of the one client of a stdio server.
-const mcpOwner = "mcp"
-
-// Long-polls of job_output wait at most this long.
-const (
-	maxWaitMs     = 30_000
-	jobPollPeriod = 100 * time.Millisecond
 )
 
 // mcpCmd serves the bash tool and the job tools over MCP on stdio:
@@ -77,11 +68,10 @@ func mcpCmd(args []string) int {
 	if err != nil {
 		return cannot(err) // the deferred Close tears the runtime down
 	}
-	tool, err := host.NewBashTool(ctx, r.Shell(), r.Jobs(), policy)
+	tools, err := mcpserver.New(ctx, r, mcpserver.Options{Policy: policy, Workdir: mf.workdir, Logger: logger})
 	if err != nil {
 		return cannot(err)
 	}
-	tool.Workdir = mf.workdir
 
 	go r.ReloadOnSignal(ctx, syscall.SIGHUP)
 	if *watch {
@@ -100,9 +90,8 @@ func mcpCmd(args []string) int {
 	}
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "dsh-host", Version: "0.1.0"}, nil)
-	tools := newMCPTools(tool, r.Jobs(), policy)
-	tools.register(server)
-	stopNotices := logNotices(ctx, server, r.Jobs(), logger)
+	tools.Register(server)
+	stopNotices := tools.SendNotices(ctx, server)
 	defer stopNotices()
 	if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
 		logger.Error("serving MCP", "error", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -226,20 +227,7 @@ func cannot(err error) int {
 // or after ": ": a path that merely ends in one ("/opt/dsh-host: ...") is
 // left as it is.
 func cliError(err error) string {
-	segs := strings.Split(err.Error(), ": ")
-	kept := segs[:0]
-	for i, seg := range segs {
-		last := i == len(segs)-1
-		switch {
-		case last:
-		case seg == "usage", seg == "pluginapi", seg == "host", seg == "registry":
-			continue
-		case seg == "settings" && i > 0 && segs[i-1] == "host":
-			continue
-		}
-		kept = append(kept, seg)
-	}
-	return strings.Join(kept, ": ")
+	return strings.TrimPrefix(host.ErrorText(err), errUsage.Error()+": ")
 }
 
 // cliLogger logs nothing unless DSH_LOG_LEVEL names a level (trace, debug,

@@ -1,4 +1,4 @@
-package main
+package mcpserver
 
 import (
 	"bytes"
@@ -13,18 +13,8 @@ import (
 	"github.com/dsh-host/dsh-host/host"
 )
 
-// mcpTools are the four tools: bash, job_output, job_kill, jobs.
-type mcpTools struct {
-	tool      *host.BashTool
-	jobs      *host.Jobs
-	approvals *approvals
-}
-
-func newMCPTools(tool *host.BashTool, jobs *host.Jobs, policy host.ApprovalPolicy) *mcpTools {
-	return &mcpTools{tool: tool, jobs: jobs, approvals: newApprovals(policy)}
-}
-
-func (t *mcpTools) register(s *mcp.Server) {
+// Register adds the four tools to s: bash, job_output, job_kill and jobs.
+func (t *Tools) Register(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{
 		Name:        "bash",
 		Description: t.tool.Description(),
@@ -58,20 +48,22 @@ func decode(req *mcp.CallToolRequest, v any) error {
 	return dec.Decode(v)
 }
 
-// text is a tool result: the text, after any completion notices.
-func (t *mcpTools) text(s string, isError bool) *mcp.CallToolResult {
+// text is a tool result for owner: the text, after the completion notices
+// of owner's jobs.
+func (t *Tools) text(owner, s string, isError bool) *mcp.CallToolResult {
 	var b strings.Builder
-	for _, n := range t.jobs.Notices(mcpOwner) {
+	for _, n := range t.jobs.Notices(owner) {
 		fmt.Fprintf(&b, "[background job %s %s]\n", n.Job.ID, describeEnd(n.Job))
 	}
 	b.WriteString(s)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}, IsError: isError}
 }
 
-func (t *mcpTools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (t *Tools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	owner := t.owner(req.Session)
 	var in host.BashInput
 	if err := decode(req, &in); err != nil {
-		return t.text("invalid arguments: "+err.Error(), true), nil
+		return t.text(owner, "invalid arguments: "+err.Error(), true), nil
 	}
 	var opts host.CallOptions
 	var asked *approvalAsk
@@ -90,24 +82,25 @@ func (t *mcpTools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 			}
 		}()
 	}
-	out, err := t.tool.Call(ctx, mcpOwner, in, opts)
+	out, err := t.tool.Call(ctx, owner, in, opts)
 	if asked != nil && asked.pending != nil {
 		// The client answers in a retry of this call (multi round-trip).
 		return asked.pending, nil
 	}
 	if err != nil {
-		return t.text(cliError(err), true), nil
+		return t.text(owner, host.ErrorText(err), true), nil
 	}
-	return t.text(out, false), nil
+	return t.text(owner, out, false), nil
 }
 
-func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (t *Tools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	owner := t.owner(req.Session)
 	var in struct {
 		JobID  string `json:"job_id"`
 		WaitMs int64  `json:"wait_ms"`
 	}
 	if err := decode(req, &in); err != nil || in.JobID == "" || in.WaitMs < 0 {
-		return t.text(fmt.Sprintf("invalid arguments: want job_id and a wait_ms >= 0 (%v)", err), true), nil
+		return t.text(owner, fmt.Sprintf("invalid arguments: want job_id and a wait_ms >= 0 (%v)", err), true), nil
 	}
 	deadline := time.Now().Add(time.Duration(min(in.WaitMs, maxWaitMs)) * time.Millisecond)
 	var b strings.Builder
@@ -115,9 +108,9 @@ func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	var spill [2]string
 	var notes []string
 	for {
-		r, info, err := t.jobs.Output(ctx, mcpOwner, host.JobID(in.JobID))
+		r, info, err := t.jobs.Output(ctx, owner, host.JobID(in.JobID))
 		if err != nil {
-			return t.text(cliError(err), true), nil
+			return t.text(owner, host.ErrorText(err), true), nil
 		}
 		b.WriteString(r.Delta)
 		lossy = lossy || r.Lossy
@@ -129,46 +122,48 @@ func (t *mcpTools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		}
 		if b.Len() > 0 || info.State != host.JobRunning || !time.Now().Before(deadline) {
 			b.WriteString(jobOutputEnd(lossy, spill, notes, info))
-			return t.text(b.String(), false), nil
+			return t.text(owner, b.String(), false), nil
 		}
 		select {
 		case <-ctx.Done():
-			return t.text("cancelled", true), nil
+			return t.text(owner, "cancelled", true), nil
 		case <-time.After(jobPollPeriod):
 		}
 	}
 }
 
-func (t *mcpTools) jobKill(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (t *Tools) jobKill(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	owner := t.owner(req.Session)
 	var in struct {
 		JobID string `json:"job_id"`
 	}
 	if err := decode(req, &in); err != nil || in.JobID == "" {
-		return t.text("invalid arguments: want job_id", true), nil
+		return t.text(owner, "invalid arguments: want job_id", true), nil
 	}
-	killed, err := t.jobs.Kill(ctx, mcpOwner, host.JobID(in.JobID))
+	killed, err := t.jobs.Kill(ctx, owner, host.JobID(in.JobID))
 	if err != nil {
-		return t.text(cliError(err), true), nil
+		return t.text(owner, host.ErrorText(err), true), nil
 	}
 	if !killed {
-		return t.text("job "+in.JobID+" had already finished", false), nil
+		return t.text(owner, "job "+in.JobID+" had already finished", false), nil
 	}
-	return t.text("job "+in.JobID+" killed", false), nil
+	return t.text(owner, "job "+in.JobID+" killed", false), nil
 }
 
-func (t *mcpTools) list(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (t *Tools) list(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	owner := t.owner(req.Session)
 	var in struct{}
 	if err := decode(req, &in); err != nil {
-		return t.text("invalid arguments: jobs takes none", true), nil
+		return t.text(owner, "invalid arguments: jobs takes none", true), nil
 	}
 	var b strings.Builder
-	for _, j := range t.jobs.List(mcpOwner) {
+	for _, j := range t.jobs.List(owner) {
 		fmt.Fprintf(&b, "%s\t%s\t%s\n", j.ID, describeEnd(j), j.Command)
 	}
 	if b.Len() == 0 {
 		b.WriteString("no jobs")
 	}
-	return t.text(strings.TrimSuffix(b.String(), "\n"), false), nil
+	return t.text(owner, strings.TrimSuffix(b.String(), "\n"), false), nil
 }
 
 // jobOutputEnd is what job_output puts after the output it read: a note

@@ -1,7 +1,6 @@
-package main
+package mcpserver
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/dsh-host/dsh-host/host"
@@ -27,17 +26,6 @@ func TestDescribeEndSaysWhyAJobWasKilled(t *testing.T) {
 		if got := describeEnd(tc.info); got != tc.want {
 			t.Errorf("describeEnd(%+v) = %q, want %q", tc.info.Exit, got, tc.want)
 		}
-	}
-}
-
-// A DSH_LOG_LEVEL that names no level is said, not silently ignored.
-func TestUnknownLogLevelIsSaid(t *testing.T) {
-	stdout, stderr := dshHost(t, []string{"DSH_LOG_LEVEL=loud"}, "run", "--", "echo hi")
-	if stdout != "hi\n" {
-		t.Errorf("stdout %q", stdout)
-	}
-	if want := `DSH_LOG_LEVEL="loud" is not a level`; !strings.Contains(stderr, want) {
-		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
 }
 

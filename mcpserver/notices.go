@@ -1,10 +1,9 @@
-package main
+package mcpserver
 
 import (
 	"context"
 	"sync"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-host/dsh-host/host"
@@ -15,15 +14,13 @@ import (
 // still carries them).
 const maxQueuedNotices = 256
 
-// logNotices sends each completion notice of the client's jobs as an MCP
-// log message (level notice, logger "dsh-host/jobs"), to sessions that set
-// a log level, until the returned function is called.
-func logNotices(ctx context.Context, server *mcp.Server, jobs *host.Jobs, logger hclog.Logger) (stop func()) {
+// SendNotices sends each completion notice of a job as an MCP log message
+// (level notice, logger "dsh-host/jobs") to the sessions that own it and
+// set a log level, until the returned function is called.
+func (t *Tools) SendNotices(ctx context.Context, server *mcp.Server) (stop func()) {
+	logger := t.logger
 	queue := make(chan host.Notice, maxQueuedNotices)
-	unsubscribe := jobs.Subscribe(func(n host.Notice) {
-		if n.Job.Owner != mcpOwner {
-			return
-		}
+	unsubscribe := t.jobs.Subscribe(func(n host.Notice) {
 		select {
 		case queue <- n:
 		default:
@@ -44,6 +41,9 @@ func logNotices(ctx context.Context, server *mcp.Server, jobs *host.Jobs, logger
 					Data:   noticeData(n.Job),
 				}
 				for ss := range server.Sessions() {
+					if t.owner(ss) != n.Job.Owner {
+						continue
+					}
 					//lint:ignore SA1019 log notifications are what clients before 2026-07-28 read.
 					if err := ss.Log(ctx, msg); err != nil {
 						logger.Debug("sending a completion notice", "error", err)
