@@ -20,7 +20,7 @@ import (
 var ErrSettings = errors.New("host: settings")
 
 // The sections of a settings file.
-var settingsSections = []string{"host", "shell", "sandbox", "approval"}
+var settingsSections = []string{"host", "shell", "sandbox", "approval", "mcp"}
 
 // hostKeys are the keys of the host section.
 var hostKeys = []string{"executor", "pluginDir", "checksums"}

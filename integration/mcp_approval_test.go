@@ -181,6 +181,7 @@ func TestMCPApprovalSettingsChecked(t *testing.T) {
 // in the SDK) cannot get a command run with an answer that is forged,
 // replayed, carried to another command, or not the boolean true.
 func TestMCPEscalationAnswersAreCheckedOnRetry(t *testing.T) {
+	stdioOnly(t, "the retries it checks are the 2026-07-28 protocol's, which is not served over HTTP (it has no sessions there)")
 	c := mcpClient{options: mcp.ClientOptions{
 		// Advertise elicitation; the test answers the requests itself.
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

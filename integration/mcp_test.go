@@ -43,6 +43,18 @@ type mcpClient struct {
 // mcpClientSession is mcpSessionCmd with the client c.
 func mcpClientSession(t *testing.T, tag string, c mcpClient, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
+	if mcpOverHTTP {
+		srv := startHTTPServerArgs(t, tag, args)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		client := mcp.NewClient(&mcp.Implementation{Name: "dsh-host-test", Version: "0"}, &c.options)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.url}, &mcp.ClientSessionOptions{ProtocolVersion: c.protocol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs, srv.cmd
+	}
 	cmd := exec.Command(bins.host, append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), tagVar+"="+tag)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -157,6 +169,7 @@ func TestMCPBackgroundJob(t *testing.T) {
 // Closing the client's stdin ends dsh-host mcp with its teardown: the
 // running job's process goes too (scenario checks /proc).
 func TestMCPTeardownOnStdinClose(t *testing.T) {
+	stdioOnly(t, "the server outlives a client; TestMCPHTTPADeadClientsJobsDie checks what a session's end kills")
 	cs := mcpSession(t, scenario(t))
 	if text, isErr := call(t, cs, "bash", map[string]any{"command": "setsid sleep 1001 & exec sleep 1000", "run_in_background": true}); isErr {
 		t.Fatalf("bash: %q", text)

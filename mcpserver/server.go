@@ -39,6 +39,9 @@ type Options struct {
 	// and kill them, and only its sessions hear of their end. nil: one
 	// owner, StdioOwner, for every session.
 	Owner func(*mcp.ServerSession) string
+	// MaxRunningJobs bounds an owner's running background jobs; zero: no
+	// bound.
+	MaxRunningJobs int
 	// Logger gets what the tools cannot tell a client (a notice dropped);
 	// nil: none.
 	Logger hclog.Logger
@@ -50,6 +53,7 @@ type Tools struct {
 	jobs      *host.Jobs
 	approvals *approvals
 	owner     func(*mcp.ServerSession) string
+	maxJobs   int
 	logger    hclog.Logger
 }
 
@@ -61,7 +65,7 @@ func New(ctx context.Context, r *host.Runtime, opts Options) (*Tools, error) {
 		return nil, err
 	}
 	tool.Workdir = opts.Workdir
-	t := &Tools{tool: tool, jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, logger: opts.Logger}
+	t := &Tools{tool: tool, jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, maxJobs: opts.MaxRunningJobs, logger: opts.Logger}
 	if t.owner == nil {
 		t.owner = func(*mcp.ServerSession) string { return StdioOwner }
 	}

@@ -43,9 +43,25 @@ func decode(req *mcp.CallToolRequest, v any) error {
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
+	return decodeStrict(raw, v)
+}
+
+// decodeStrict decodes raw into v, refusing unknown keys.
+func decodeStrict(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// running counts owner's running background jobs.
+func (t *Tools) running(owner string) int {
+	n := 0
+	for _, j := range t.jobs.List(owner) {
+		if j.State == host.JobRunning {
+			n++
+		}
+	}
+	return n
 }
 
 // text is a tool result for owner: the text, after the completion notices
@@ -64,6 +80,11 @@ func (t *Tools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	var in host.BashInput
 	if err := decode(req, &in); err != nil {
 		return t.text(owner, "invalid arguments: "+err.Error(), true), nil
+	}
+	if in.RunInBackground && t.maxJobs > 0 {
+		if n := t.running(owner); n >= t.maxJobs {
+			return t.text(owner, fmt.Sprintf("you have %d background jobs running, the limit of a session (mcp.maxJobsPerSession): wait for one to end, or kill one with job_kill", n), true), nil
+		}
 	}
 	var opts host.CallOptions
 	var asked *approvalAsk

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/mcpserver"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
@@ -86,7 +87,8 @@ func configCmd(args []string) int {
 	if policy := host.SandboxPolicySchema(d.SettingsSchema); policy != nil {
 		sections = append(sections, struct{ name, schema, from string }{"sandbox", string(policy), d.Name + " default"})
 	}
-	sections = append(sections, struct{ name, schema, from string }{"approval", host.ApprovalSchema, "default"})
+	sections = append(sections, struct{ name, schema, from string }{"approval", host.ApprovalSchema, "default"},
+		struct{ name, schema, from string }{"mcp", mcpserver.HTTPSchema, "default"})
 	for _, sec := range sections {
 		if err := dumpSection(w, file, sec.name, sec.schema, sec.from, origin); err != nil {
 			return cannot(err)

@@ -27,6 +27,8 @@ func mcpCmd(args []string) int {
 	mf.register(fs, "`NAME|PATH` of the executor, as for run (one)")
 	workdir := fs.String("workdir", "", "the `DIR` every command runs in (default: the server's working directory); it must exist")
 	watch := fs.Bool("watch", false, "reload the executor when its plugin binary changes (not for a built-in executor)")
+	httpAddr := fs.String("http", "", "serve MCP's streamable HTTP transport at `ADDR` (host:port; 127.0.0.1:0 picks a port) instead of stdio; "+
+		"the settings' mcp section gives the token and the limits, and an address other than loopback needs the token")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
@@ -68,10 +70,11 @@ func mcpCmd(args []string) int {
 	if err != nil {
 		return cannot(err) // the deferred Close tears the runtime down
 	}
-	tools, err := mcpserver.New(ctx, r, mcpserver.Options{Policy: policy, Workdir: mf.workdir, Logger: logger})
+	hopts, err := httpOptions(file, *httpAddr)
 	if err != nil {
 		return cannot(err)
 	}
+	opts := mcpserver.Options{Policy: policy, Workdir: mf.workdir, Logger: logger}
 
 	go r.ReloadOnSignal(ctx, syscall.SIGHUP)
 	if *watch {
@@ -89,7 +92,15 @@ func mcpCmd(args []string) int {
 		}
 	}
 
-	server := mcp.NewServer(&mcp.Implementation{Name: "dsh-host", Version: "0.1.0"}, nil)
+	impl := &mcp.Implementation{Name: "dsh-host", Version: "0.1.0"}
+	if *httpAddr != "" {
+		return serveHTTP(ctx, r, impl, opts, hopts, *httpAddr, logger)
+	}
+	tools, err := mcpserver.New(ctx, r, opts)
+	if err != nil {
+		return cannot(err)
+	}
+	server := mcp.NewServer(impl, nil)
 	tools.Register(server)
 	stopNotices := tools.SendNotices(ctx, server)
 	defer stopNotices()

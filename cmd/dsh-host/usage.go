@@ -27,7 +27,7 @@ host.checksums pins it.
 
 Settings (--settings FILE, or $DSH_SETTINGS) have the sections host
 (executor, pluginDir, checksums), shell (checked against the executor's
-schema), sandbox and approval.`
+schema), sandbox, approval and mcp (for --http: the token, the limits).`
 
 // commandHelp is what `dsh-host help CMD` says besides the flags.
 type commandHelp struct {
@@ -43,8 +43,11 @@ killed it, 125 when it could not run, 2 on a usage error.
 
 ` + trustNote},
 	"mcp": {"mcp [FLAGS]", `Serves the bash tool and the job tools (job_output, job_kill, jobs) to an
-MCP client on stdio; logs go to stderr. SIGHUP reloads the executor.
-Exits 2 on a usage error, 125 when the executor cannot be mounted.
+MCP client on stdio, or with --http ADDR to any number of clients over
+MCP's streamable HTTP transport (at /mcp; each session owns its jobs);
+logs go to stderr. SIGHUP reloads the executor; SIGTERM ends the server,
+killing every job. Exits 2 on a usage error, 125 when the executor cannot
+be mounted.
 
 ` + trustNote},
 	"plugins": {"plugins [FLAGS]", `Lists the executors this dsh-host can mount, one row per name: the built-in

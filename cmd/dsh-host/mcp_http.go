@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/mcpserver"
+)
+
+// shutdownGrace is how long SIGTERM lets HTTP requests in flight finish
+// before the server closes their connections (then the runtime kills
+// every job).
+const shutdownGrace = 5 * time.Second
+
+// httpOptions reads the settings' mcp section (checked even for stdio);
+// for addr, it refuses an address other than loopback without a token.
+func httpOptions(file *host.SettingsFile, addr string) (mcpserver.HTTPOptions, error) {
+	var raw []byte
+	if file != nil {
+		var err error
+		if raw, err = file.Section("mcp", mcpserver.HTTPSchema); err != nil {
+			return mcpserver.HTTPOptions{}, err
+		}
+	}
+	if addr == "" {
+		return mcpserver.HTTPOptions{}, nil
+	}
+	o, err := mcpserver.HTTPOptionsFrom(raw, os.ReadFile, os.LookupEnv)
+	if err != nil {
+		return o, err
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return o, fmt.Errorf("%w: --http %s: want host:port (127.0.0.1:8080)", errUsage, addr)
+	}
+	if o.Token == "" && !mcpserver.IsLoopback(addr) {
+		return o, fmt.Errorf("%w: --http %s is reachable from other machines, and no token is set: "+
+			"give mcp.tokenFile or mcp.tokenEnv in the settings, or listen on 127.0.0.1", errUsage, addr)
+	}
+	return o, nil
+}
+
+// serveHTTP serves the tools over streamable HTTP at addr until ctx is
+// done (SIGTERM, SIGINT): then requests in flight get shutdownGrace, and
+// the caller's runtime Close kills every job.
+func serveHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opts mcpserver.Options, hopts mcpserver.HTTPOptions, addr string, logger hclog.Logger) int {
+	h, err := mcpserver.NewHTTP(ctx, r, impl, opts, hopts)
+	if err != nil {
+		return cannot(err)
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return cannot(fmt.Errorf("--http %s: %w", addr, err))
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.HTTPPath, "token", hopts.Token != "")
+	select {
+	case err := <-served:
+		logger.Error("serving MCP over HTTP", "error", err)
+		return 1
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		logger.Warn("shutting the HTTP server down", "error", err)
+	}
+	_ = srv.Close()
+	return 0
+}

@@ -1,0 +1,313 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-host/dsh-host/host"
+)
+
+// HTTPPath is where the MCP endpoint is served.
+const HTTPPath = "/mcp"
+
+// The defaults of HTTPOptions.
+const (
+	DefaultMaxSessions       = 64
+	DefaultMaxJobsPerSession = 16
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultJobGrace          = time.Minute
+)
+
+// HTTPSchema is the JSON Schema of the settings file's mcp section: what
+// `dsh-host mcp --http` serves under.
+const HTTPSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "tokenFile": {"type": "string", "description": "a file holding the bearer token every HTTP request must carry"},
+    "tokenEnv": {"type": "string", "description": "the environment variable holding the bearer token (instead of tokenFile)"},
+    "allowedOrigins": {"type": "array", "items": {"type": "string"}, "description": "browser origins (scheme://host[:port]) allowed besides the server's own"},
+    "maxSessions": {"type": "integer", "minimum": 1, "default": 64, "description": "sessions at once"},
+    "maxJobsPerSession": {"type": "integer", "minimum": 1, "default": 16, "description": "running background jobs of one session"},
+    "maxBodyBytes": {"type": "integer", "minimum": 1024, "default": 1048576, "description": "size of one request body"},
+    "idleTimeoutMs": {"type": "integer", "minimum": 1, "default": 600000, "description": "a session without a request this long is closed (a client that died)"},
+    "jobGraceMs": {"type": "integer", "minimum": 0, "default": 60000, "description": "how long a closed session's background jobs live on before they are killed"}
+  }
+}`
+
+// HTTPSettings is the mcp section.
+type HTTPSettings struct {
+	TokenFile         string   `json:"tokenFile,omitempty"`
+	TokenEnv          string   `json:"tokenEnv,omitempty"`
+	AllowedOrigins    []string `json:"allowedOrigins,omitempty"`
+	MaxSessions       int      `json:"maxSessions,omitempty"`
+	MaxJobsPerSession int      `json:"maxJobsPerSession,omitempty"`
+	MaxBodyBytes      int64    `json:"maxBodyBytes,omitempty"`
+	IdleTimeoutMs     int64    `json:"idleTimeoutMs,omitempty"`
+	JobGraceMs        *int64   `json:"jobGraceMs,omitempty"`
+}
+
+// HTTPOptions are a streamable HTTP server's credentials and limits.
+type HTTPOptions struct {
+	// Token is the bearer token every request must carry, compared in
+	// constant time; empty: none, which only a loopback listener may go
+	// without (ServeHTTP refuses any other).
+	Token string
+	// AllowedOrigins are browser origins trusted besides the server's own
+	// (a cross-origin browser request from any other is refused).
+	AllowedOrigins []string
+	// MaxSessions, MaxJobsPerSession and MaxBodyBytes bound what clients
+	// may hold at once; zero: the defaults.
+	MaxSessions       int
+	MaxJobsPerSession int
+	MaxBodyBytes      int64
+	// IdleTimeout closes a session without a request for that long (its
+	// client died); JobGrace is how long a closed session's background
+	// jobs live on before they are killed. Zero: the defaults; a negative
+	// JobGrace kills them at once.
+	IdleTimeout time.Duration
+	JobGrace    time.Duration
+}
+
+// HTTPOptionsFrom reads the mcp section (JSON, as SettingsFile.Section
+// returns it; nil: every default), with the token from the file or the
+// variable it names (lookupEnv, os.LookupEnv for a real server).
+func HTTPOptionsFrom(raw []byte, readFile func(string) ([]byte, error), lookupEnv func(string) (string, bool)) (HTTPOptions, error) {
+	var s HTTPSettings
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := decodeStrict(raw, &s); err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp: %w", err)
+		}
+	}
+	o := HTTPOptions{
+		AllowedOrigins: s.AllowedOrigins, MaxSessions: s.MaxSessions, MaxJobsPerSession: s.MaxJobsPerSession,
+		MaxBodyBytes: s.MaxBodyBytes, IdleTimeout: time.Duration(s.IdleTimeoutMs) * time.Millisecond,
+	}
+	if s.JobGraceMs != nil {
+		o.JobGrace = time.Duration(*s.JobGraceMs) * time.Millisecond
+		if *s.JobGraceMs == 0 {
+			o.JobGrace = -1
+		}
+	}
+	switch {
+	case s.TokenFile != "" && s.TokenEnv != "":
+		return HTTPOptions{}, errors.New("mcp: tokenFile and tokenEnv: give one")
+	case s.TokenFile != "":
+		b, err := readFile(s.TokenFile)
+		if err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp.tokenFile: %w", err)
+		}
+		if o.Token = strings.TrimSpace(string(b)); o.Token == "" {
+			return HTTPOptions{}, fmt.Errorf("mcp.tokenFile: %s is empty", s.TokenFile)
+		}
+	case s.TokenEnv != "":
+		v, _ := lookupEnv(s.TokenEnv)
+		if o.Token = strings.TrimSpace(v); o.Token == "" {
+			return HTTPOptions{}, fmt.Errorf("mcp.tokenEnv: %s is not set, or empty", s.TokenEnv)
+		}
+	}
+	return o, nil
+}
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxJobsPerSession <= 0 {
+		o.MaxJobsPerSession = DefaultMaxJobsPerSession
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.JobGrace == 0 {
+		o.JobGrace = DefaultJobGrace
+	}
+	return o
+}
+
+// sessionfulVersions are the protocol versions served over HTTP: those
+// with sessions (Mcp-Session-Id). A session owns its jobs; the 2026-07-28
+// protocol has no sessions over HTTP, so its clients negotiate 2025-11-25.
+func sessionfulVersions() []string {
+	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
+}
+
+// HTTP serves the tools over MCP's streamable HTTP transport: every
+// session owns its background jobs (no other session can list, read or
+// kill them), within the limits of HTTPOptions.
+type HTTP struct {
+	tools       *Tools
+	server      *mcp.Server
+	handler     http.Handler
+	opts        HTTPOptions
+	stopNotices func()
+
+	mu     sync.Mutex
+	graces map[string]*time.Timer // closed sessions whose jobs wait to be killed
+	closed bool
+}
+
+// NewHTTP returns the HTTP server of r's tools. opts.Owner is replaced: a
+// session's ID owns its jobs.
+func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opts Options, hopts HTTPOptions) (*HTTP, error) {
+	opts.Owner = func(ss *mcp.ServerSession) string { return ss.ID() }
+	hopts = hopts.withDefaults()
+	opts.MaxRunningJobs = hopts.MaxJobsPerSession
+	t, err := New(ctx, r, opts)
+	if err != nil {
+		return nil, err
+	}
+	h := &HTTP{tools: t, opts: hopts, graces: map[string]*time.Timer{}}
+	h.server = mcp.NewServer(impl, &mcp.ServerOptions{
+		SupportedProtocolVersions: sessionfulVersions(),
+		InitializedHandler:        func(_ context.Context, req *mcp.InitializedRequest) { go h.watch(req.Session) },
+	})
+	t.Register(h.server)
+	h.stopNotices = t.SendNotices(context.WithoutCancel(ctx), h.server)
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      hopts.IdleTimeout,
+		MaxRequestBodyBytes: hopts.MaxBodyBytes,
+	})
+	origins := http.NewCrossOriginProtection()
+	for _, o := range hopts.AllowedOrigins {
+		if err := origins.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("mcp.allowedOrigins: %w", err)
+		}
+	}
+	origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused (mcp.allowedOrigins)", http.StatusForbidden)
+	}))
+	var handler http.Handler = h.limitSessions(sdk)
+	handler = origins.Handler(handler)
+	if hopts.Token != "" {
+		handler = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(HTTPPath, handler)
+	h.handler = mux
+	return h, nil
+}
+
+// ServeHTTP serves a request.
+func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
+
+// verify takes the configured token, compared in constant time.
+func (h *HTTP) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	if subtle.ConstantTimeCompare([]byte(token), []byte(h.opts.Token)) != 1 {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{}, nil
+}
+
+// limitSessions refuses a request that would open a session past
+// MaxSessions, saying so.
+func (h *HTTP) limitSessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			n := 0
+			for range h.server.Sessions() {
+				n++
+			}
+			if n >= h.opts.MaxSessions {
+				refuse(w, r, h.opts.MaxBodyBytes, fmt.Sprintf("dsh-host: the server holds %d sessions, its limit (mcp.maxSessions); close one first", n))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuse answers a request with a JSON-RPC error saying why, so that a
+// client shows the reason (an HTTP status alone reaches its user as
+// "Service Unavailable"); a body that is not one JSON-RPC request gets the
+// status with the reason as text.
+func refuse(w http.ResponseWriter, r *http.Request, maxBody int64, why string) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil || json.Unmarshal(body, &req) != nil || len(req.ID) == 0 {
+		http.Error(w, why, http.StatusServiceUnavailable)
+		return
+	}
+	resp, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": req.ID,
+		"error": map[string]any{"code": -32000, "message": why},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(resp)
+}
+
+// watch waits for a session to close (its client said so, or went idle
+// past IdleTimeout), then kills its background jobs after JobGrace.
+func (h *HTTP) watch(ss *mcp.ServerSession) {
+	_ = ss.Wait()
+	owner := ss.ID()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.graces[owner] = time.AfterFunc(max(h.opts.JobGrace, 0), func() {
+		h.mu.Lock()
+		delete(h.graces, owner)
+		h.mu.Unlock()
+		h.tools.killJobsOf(owner)
+	})
+}
+
+// Close stops the notices and the graces; the runtime's Close kills what
+// is left.
+func (h *HTTP) Close() {
+	h.mu.Lock()
+	h.closed = true
+	for _, t := range h.graces {
+		t.Stop()
+	}
+	h.graces = nil
+	h.mu.Unlock()
+	h.stopNotices()
+}
+
+// killJobsOf kills owner's running jobs.
+func (t *Tools) killJobsOf(owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, j := range t.jobs.List(owner) {
+		if j.State == host.JobRunning {
+			if _, err := t.jobs.Kill(ctx, owner, j.ID); err != nil {
+				t.logger.Warn("killing a closed session's job", "job", j.ID, "error", err)
+			}
+		}
+	}
+}
+
+// IsLoopback says whether addr (host:port) listens on loopback only.
+func IsLoopback(addr string) bool {
+	hostPart, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if hostPart == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(hostPart)
+	return ip != nil && ip.IsLoopback()
+}
