@@ -223,12 +223,13 @@ func TestMCPHTTPRefusesWhoItShould(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"touch ` + marker + `"}}}`
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`
 	for _, tc := range []struct {
-		name, token, origin string
-		want                int
+		name, token, origin, host string
+		want                      int
 	}{
-		{"no token", "", "", http.StatusUnauthorized},
-		{"a wrong token", "not-" + testToken, "", http.StatusUnauthorized},
-		{"a foreign origin", testToken, "http://evil.example", http.StatusForbidden},
+		{"no token", "", "", "", http.StatusUnauthorized},
+		{"a wrong token", "not-" + testToken, "", "", http.StatusUnauthorized},
+		{"a foreign origin", testToken, "http://evil.example", "", http.StatusForbidden},
+		{"a foreign host on loopback (DNS rebinding)", testToken, "", "evil.example", http.StatusForbidden},
 	} {
 		for _, body := range []string{initialize, call} {
 			req, err := http.NewRequest(http.MethodPost, srv.url, strings.NewReader(body))
@@ -239,6 +240,9 @@ func TestMCPHTTPRefusesWhoItShould(t *testing.T) {
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
 			}
 			if tc.origin != "" {
 				req.Header.Set("Origin", tc.origin)
