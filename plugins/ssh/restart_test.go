@@ -168,26 +168,7 @@ func TestAnSSHDRestart(t *testing.T) {
 	if err := x.Configure(ctx, settings); err != nil {
 		t.Fatal(err)
 	}
-	type outcome struct {
-		res pluginapi.RunResult
-		err error
-	}
-	ran := make(chan outcome, 1)
-	started := make(chan struct{}, 1)
-	go func() {
-		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo started; sleep 1006"}, func(pluginapi.Stream, []byte) {
-			select {
-			case started <- struct{}{}:
-			default:
-			}
-		})
-		ran <- outcome{res, err}
-	}()
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run's output did not come within 30s")
-	}
+	ran := runStarted(t, x, "echo started; sleep 1006")
 	d.stop()
 	select {
 	case o := <-ran:

@@ -116,26 +116,7 @@ func TestADroppedConnectionIsNotReopenedByItself(t *testing.T) {
 	if err := x.Configure(ctx, settings); err != nil {
 		t.Fatal(err)
 	}
-	type outcome struct {
-		res pluginapi.RunResult
-		err error
-	}
-	ran := make(chan outcome, 1)
-	started := make(chan struct{}, 1)
-	go func() {
-		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo started; sleep 1003"}, func(pluginapi.Stream, []byte) {
-			select {
-			case started <- struct{}{}:
-			default:
-			}
-		})
-		ran <- outcome{res, err}
-	}()
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run's output did not come within 30s")
-	}
+	ran := runStarted(t, x, "echo started; sleep 1003")
 	deadline := time.Now().Add(30 * time.Second)
 	for len(userProcs(user, "sleep 1003")) == 0 {
 		if time.Now().After(deadline) {
@@ -174,4 +155,34 @@ func TestADroppedConnectionIsNotReopenedByItself(t *testing.T) {
 	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again"}, nil); err != nil || res.Stdout.Text != "again\n" {
 		t.Errorf("a call after Configure: %q, %v; want a new connection to run it", res.Stdout.Text, err)
 	}
+}
+
+// outcome is how a run settled.
+type outcome struct {
+	res pluginapi.RunResult
+	err error
+}
+
+// runStarted runs command (which writes before anything else) in the
+// background, watching its output live, and returns once the first output
+// came; the run's outcome comes on the channel.
+func runStarted(t *testing.T, x pluginapi.ShellExecutor, command string) <-chan outcome {
+	t.Helper()
+	ran := make(chan outcome, 1)
+	started := make(chan struct{}, 1)
+	go func() {
+		res, err := pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: command}, func(pluginapi.Stream, []byte) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		})
+		ran <- outcome{res, err}
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the output of %q did not come within 30s", command)
+	}
+	return ran
 }
