@@ -285,7 +285,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // results; the limits are said when reached.
 func TestMCPHTTPFiftySessions(t *testing.T) {
 	tag := scenario(t)
-	srv := startHTTPServer(t, tag, tokenSettings("maxSessions: 52", "maxJobsPerSession: 1"), "DSH_TEST_MCP_TOKEN="+testToken)
+	srv := startHTTPServer(t, tag, tokenSettings("maxSessions: 52", "maxJobsPerSession: 1", "maxBodyBytes: 4096"), "DSH_TEST_MCP_TOKEN="+testToken)
 	var wg sync.WaitGroup
 	errs := make(chan string, 50*3)
 	for i := range 50 {
@@ -321,6 +321,10 @@ func TestMCPHTTPFiftySessions(t *testing.T) {
 	_, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.url, HTTPClient: &http.Client{Transport: newBearer(testToken)}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "mcp.maxSessions") {
 		t.Errorf("a session past the limit: %v; want a refusal naming mcp.maxSessions", err)
+	}
+	_, err = a.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo " + strings.Repeat("x", 8192)}})
+	if err == nil || !strings.Contains(err.Error(), "Request Entity Too Large") {
+		t.Errorf("a request past mcp.maxBodyBytes: %v; want it refused as too large", err)
 	}
 }
 
