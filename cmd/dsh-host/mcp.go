@@ -27,7 +27,7 @@ func mcpCmd(args []string) int {
 	mf.register(fs, "`NAME|PATH` of the executor, as for run (one)")
 	workdir := fs.String("workdir", "", "the `DIR` every command runs in (default: the server's working directory); it must exist")
 	watch := fs.Bool("watch", false, "reload the executor when its plugin binary changes (not for a built-in executor)")
-	httpAddr := fs.String("http", "", "serve MCP's streamable HTTP transport at `ADDR` (host:port; 127.0.0.1:0 picks a port) instead of stdio; "+
+	listen := fs.String("http", "", "serve MCP's streamable HTTP transport at `ADDR` (host:port; a port alone is on 127.0.0.1; port 0 picks one) instead of stdio; "+
 		"the settings' mcp section gives the token and the limits, and an address other than loopback needs the token")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
@@ -70,7 +70,10 @@ func mcpCmd(args []string) int {
 	if err != nil {
 		return cannot(err) // the deferred Close tears the runtime down
 	}
-	hopts, err := httpOptions(file, *httpAddr)
+	if *listen != "" {
+		*listen = httpAddr(*listen)
+	}
+	hopts, err := httpOptions(file, *listen)
 	if err != nil {
 		return cannot(err)
 	}
@@ -93,8 +96,8 @@ func mcpCmd(args []string) int {
 	}
 
 	impl := &mcp.Implementation{Name: "dsh-host", Version: "0.1.0"}
-	if *httpAddr != "" {
-		return serveHTTP(ctx, r, impl, opts, hopts, *httpAddr, logger)
+	if *listen != "" {
+		return serveHTTP(ctx, r, impl, opts, hopts, *listen, logger)
 	}
 	tools, err := mcpserver.New(ctx, r, opts)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,6 +21,19 @@ import (
 // before the server closes their connections (then the runtime kills
 // every job).
 const shutdownGrace = 5 * time.Second
+
+// httpAddr is where --http listens: ADDR as given, but a port alone
+// ("8080", ":8080") is on 127.0.0.1; every interface must be asked for
+// ("0.0.0.0:8080").
+func httpAddr(addr string) string {
+	if !strings.Contains(addr, ":") {
+		return "127.0.0.1:" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}
 
 // httpOptions reads the settings' mcp section (checked even for stdio);
 // for addr, it refuses an address other than loopback without a token.
