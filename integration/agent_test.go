@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,6 +126,33 @@ func TestAgentKillsWhatItStartedWhenItsStreamCloses(t *testing.T) {
 	// assertGone (the scenario's cleanup) fails on any sleep left.
 	if left := survivors(tag); len(left) > 0 {
 		t.Errorf("processes %v outlived the agent's stream", left)
+	}
+}
+
+// SIGTERM (a container stopped, a session's hangup) is a clean end: the
+// agent kills what it started, and exits 0 without calling it an error.
+func TestAgentEndsCleanlyOnSIGTERM(t *testing.T) {
+	tag := scenario(t)
+	a := startAgent(t, tag)
+	spec, err := a.x.Resolve(t.Context(), pluginapi.ExecRequest{Command: "setsid sleep 1005 & sleep 1006"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.x.Start(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	waitForSleeps(t, tag, "1005", "1006")
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("dsh-agent still ran 10s after SIGTERM")
+	}
+	if code := a.cmd.ProcessState.ExitCode(); code != 0 || a.stderr.String() != "" {
+		t.Errorf("dsh-agent on SIGTERM: exit %d, stderr %q; want 0 and nothing said", code, a.stderr.String())
+	}
+	if left := survivors(tag); len(left) > 0 {
+		t.Errorf("processes %v outlived the agent's SIGTERM", left)
 	}
 }
 

@@ -63,6 +63,10 @@ func run() int {
 	switch {
 	case errors.Is(err, pluginapi.ErrStreamClosed) && !errors.Is(err, context.Canceled):
 		return 0
+	case err == context.Canceled && ctx.Err() != nil: // not joined with a Close error
+		// SIGTERM, SIGINT or SIGHUP: asked to end, and ended; what it ran
+		// is killed.
+		return 0
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "dsh-agent: %v\n", err)
 		return 1
