@@ -116,6 +116,11 @@ type job struct {
 	info JobInfo
 	proc pluginapi.ShellProcess
 	done chan struct{}
+	// reads lets one read of the process's output at a time: an owner's,
+	// or the final drain when it finished. Reads take what is new, so an
+	// owner's read racing the drain would get nothing, with the job
+	// already said to be over, while its output went to the tail.
+	reads sync.Mutex
 	// tail is the output not yet read when the job finished: it stays
 	// readable after the process (and its executor) are gone.
 	tail *jobTail
@@ -295,6 +300,7 @@ func (j *Jobs) watch(jb *job) {
 		exit = j.settle(jb.info.Generation, exit)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
+	jb.reads.Lock() // until the tail is in place
 	tail, drained := drainTail(rctx, jb, jb.spills)
 	if r, ok := jb.proc.(pluginapi.Releaser); ok && drained {
 		// All the job will ever say is in tail now: the executor may forget it.
@@ -312,6 +318,7 @@ func (j *Jobs) watch(jb *job) {
 		jb.info.State = JobKilled
 	}
 	jb.tail = tail
+	jb.reads.Unlock()
 	close(jb.done)
 	notice := Notice{Job: jb.info}
 	n := append(j.notices[jb.info.Owner], notice)
@@ -369,10 +376,12 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 	if err != nil {
 		return pluginapi.OutputRead{}, JobInfo{}, err
 	}
+	jb.reads.Lock()
 	j.mu.Lock()
 	if tail := jb.tail; tail != nil {
 		info := jb.info
 		j.mu.Unlock()
+		jb.reads.Unlock()
 		// Outside j.mu: the tail may read the rest from a spill file.
 		r, note, more := tail.next(ctx)
 		info.Unread, info.Note = more, note
@@ -383,6 +392,11 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 	if err == nil {
 		jb.pos.saw(r)
 	}
+	// The job as it was when this read was made: it cannot have settled
+	// meanwhile (that takes jb.reads), so a read that found nothing new is
+	// never paired with "finished" while the tail holds what came last.
+	info := j.info(jb)
+	jb.reads.Unlock()
 	if errors.Is(err, pluginapi.ErrUnknownProcess) {
 		// The job finished meanwhile and its executor forgot it: what it
 		// had left to say is in its tail (or is about to be).
@@ -409,7 +423,7 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 	if err != nil {
 		return pluginapi.OutputRead{}, JobInfo{}, err
 	}
-	return r, j.info(jb), nil
+	return r, info, nil
 }
 
 // Wait blocks until the job has finished or ctx is done, and returns it.

@@ -462,3 +462,36 @@ func TestJobsSubscribeSeesEachNotice(t *testing.T) {
 		t.Errorf("a notice after unsubscribing: %+v", <-got)
 	}
 }
+
+// A read that finds nothing new never says the job is over while its last
+// output waits unread: a reader that stops at the first empty read of a
+// finished job (as job_output does) gets everything. The job's end races
+// the reads here, many times over.
+func TestAnEmptyReadNeverHidesTheLastOutput(t *testing.T) {
+	jobs, _ := jobsOn(t, 1000)
+	ctx := context.Background()
+	lost := 0
+	for range 200 {
+		info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "echo out"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			r, now, err := jobs.Output(ctx, "alice", info.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.WriteString(r.Delta)
+			if r.Delta == "" && now.State != host.JobRunning || time.Now().After(deadline) {
+				break
+			}
+		}
+		if got.String() != "out\n" {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of 200 jobs read as finished with their output %s", lost, "still unread")
+	}
+}

@@ -31,6 +31,6 @@ const tools = await client.listTools();
 say("tools", tools.tools.map((t) => t.name).sort());
 say("bash", text(await client.callTool({ name: "bash", arguments: { command: "echo from ts; exit 5" } })));
 const started = text(await client.callTool({ name: "bash", arguments: { command: "echo job out", run_in_background: true } }));
-const id = started.match(/job-\d+/)[0];
+const id = started.match(/Started background job (job-\d+)/)[1];
 say("job_output", text(await client.callTool({ name: "job_output", arguments: { job_id: id, wait_ms: 5000 } })));
 await client.close();
