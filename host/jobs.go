@@ -464,6 +464,19 @@ func (j *Jobs) Kill(ctx context.Context, owner string, id JobID) (bool, error) {
 	return killed, nil
 }
 
+// Running counts the running jobs of every owner.
+func (j *Jobs) Running() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := 0
+	for _, jb := range j.jobs {
+		if jb.info.State == JobRunning {
+			n++
+		}
+	}
+	return n
+}
+
 // List returns owner's jobs, oldest first.
 func (j *Jobs) List(owner string) []JobInfo {
 	j.mu.Lock()

@@ -356,9 +356,65 @@ func TestMCPHTTPADeadClientsJobsDie(t *testing.T) {
 	if out, isErr := call(t, other, "bash", map[string]any{"command": "exec sleep 1011", "run_in_background": true}); isErr {
 		t.Fatalf("starting a job: %s", out)
 	}
+	began := time.Now()
 	srv.stop(t)
 	if srv.code != 0 {
 		t.Errorf("SIGTERM: exit %d, want 0", srv.code)
+	}
+	if took := time.Since(began); took > 4*time.Second {
+		t.Errorf("SIGTERM took %s with a session's stream open: the sessions must close at once, not wait out the drain", took)
+	}
+}
+
+// A client that never says notifications/initialized (the SDK runs its
+// calls anyway) is watched too: once its session ends, its jobs die after
+// the grace.
+func TestMCPHTTPASessionWithoutInitializedIsWatched(t *testing.T) {
+	tag := scenario(t)
+	srv := startHTTPServer(t, tag, tokenSettings("jobGraceMs: 200"), "DSH_TEST_MCP_TOKEN="+testToken)
+	post := func(sid, body string) string {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s", body, resp.StatusCode, msg)
+		}
+		return resp.Header.Get("Mcp-Session-Id")
+	}
+	sid := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}`)
+	post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"exec sleep 1012","run_in_background":true}}}`)
+	for deadline := time.Now().Add(5 * time.Second); len(procsRunning(tag, "sleep 1012")) != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job's sleep is not running")
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, srv.url, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Mcp-Session-Id", sid)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(procsRunning(tag, "sleep 1012")) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job of a session that ended without ever being initialized outlived the grace by 10s")
+		}
 	}
 }
 

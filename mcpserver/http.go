@@ -40,7 +40,6 @@ const HTTPSchema = `{
   "properties": {
     "tokenFile": {"type": "string", "description": "a file holding the bearer token every HTTP request must carry"},
     "tokenEnv": {"type": "string", "description": "the environment variable holding the bearer token (instead of tokenFile)"},
-    "allowedOrigins": {"type": "array", "items": {"type": "string"}, "description": "browser origins (scheme://host[:port]) allowed besides the server's own"},
     "maxSessions": {"type": "integer", "minimum": 1, "default": 64, "description": "sessions at once"},
     "maxJobsPerSession": {"type": "integer", "minimum": 1, "default": 16, "description": "running background jobs of one session"},
     "maxBodyBytes": {"type": "integer", "minimum": 1024, "default": 1048576, "description": "size of one request body"},
@@ -51,14 +50,13 @@ const HTTPSchema = `{
 
 // HTTPSettings is the mcp section.
 type HTTPSettings struct {
-	TokenFile         string   `json:"tokenFile,omitempty"`
-	TokenEnv          string   `json:"tokenEnv,omitempty"`
-	AllowedOrigins    []string `json:"allowedOrigins,omitempty"`
-	MaxSessions       int      `json:"maxSessions,omitempty"`
-	MaxJobsPerSession int      `json:"maxJobsPerSession,omitempty"`
-	MaxBodyBytes      int64    `json:"maxBodyBytes,omitempty"`
-	IdleTimeoutMs     int64    `json:"idleTimeoutMs,omitempty"`
-	JobGraceMs        *int64   `json:"jobGraceMs,omitempty"`
+	TokenFile         string `json:"tokenFile,omitempty"`
+	TokenEnv          string `json:"tokenEnv,omitempty"`
+	MaxSessions       int    `json:"maxSessions,omitempty"`
+	MaxJobsPerSession int    `json:"maxJobsPerSession,omitempty"`
+	MaxBodyBytes      int64  `json:"maxBodyBytes,omitempty"`
+	IdleTimeoutMs     int64  `json:"idleTimeoutMs,omitempty"`
+	JobGraceMs        *int64 `json:"jobGraceMs,omitempty"`
 }
 
 // HTTPOptions are a streamable HTTP server's credentials and limits.
@@ -67,9 +65,6 @@ type HTTPOptions struct {
 	// constant time; empty: none, which only a loopback listener may go
 	// without (ServeHTTP refuses any other).
 	Token string
-	// AllowedOrigins are browser origins trusted besides the server's own
-	// (a cross-origin browser request from any other is refused).
-	AllowedOrigins []string
 	// MaxSessions, MaxJobsPerSession and MaxBodyBytes bound what clients
 	// may hold at once; zero: the defaults.
 	MaxSessions       int
@@ -94,7 +89,7 @@ func HTTPOptionsFrom(raw []byte, readFile func(string) ([]byte, error), lookupEn
 		}
 	}
 	o := HTTPOptions{
-		AllowedOrigins: s.AllowedOrigins, MaxSessions: s.MaxSessions, MaxJobsPerSession: s.MaxJobsPerSession,
+		MaxSessions: s.MaxSessions, MaxJobsPerSession: s.MaxJobsPerSession,
 		MaxBodyBytes: s.MaxBodyBytes, IdleTimeout: time.Duration(s.IdleTimeoutMs) * time.Millisecond,
 	}
 	if s.JobGraceMs != nil {
@@ -159,9 +154,13 @@ type HTTP struct {
 	opts        HTTPOptions
 	stopNotices func()
 
-	mu     sync.Mutex
-	graces map[string]*time.Timer // closed sessions whose jobs wait to be killed
-	closed bool
+	// opening makes the session count and a new session one step.
+	opening sync.Mutex
+
+	mu      sync.Mutex
+	watched map[*mcp.ServerSession]bool
+	graces  map[string]*time.Timer // closed sessions whose jobs wait to be killed
+	closed  bool
 }
 
 // NewHTTP returns the HTTP server of r's tools. opts.Owner is replaced: a
@@ -170,14 +169,22 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 	opts.Owner = func(ss *mcp.ServerSession) string { return ss.ID() }
 	hopts = hopts.withDefaults()
 	opts.MaxRunningJobs = hopts.MaxJobsPerSession
+	opts.MaxAllRunningJobs = hopts.MaxSessions * hopts.MaxJobsPerSession
 	t, err := New(ctx, r, opts)
 	if err != nil {
 		return nil, err
 	}
-	h := &HTTP{tools: t, opts: hopts, graces: map[string]*time.Timer{}}
-	h.server = mcp.NewServer(impl, &mcp.ServerOptions{
-		SupportedProtocolVersions: sessionfulVersions(),
-		InitializedHandler:        func(_ context.Context, req *mcp.InitializedRequest) { go h.watch(req.Session) },
+	h := &HTTP{tools: t, opts: hopts, watched: map[*mcp.ServerSession]bool{}, graces: map[string]*time.Timer{}}
+	h.server = mcp.NewServer(impl, &mcp.ServerOptions{SupportedProtocolVersions: sessionfulVersions()})
+	// Every session is watched from its first request (a client may call
+	// tools without ever sending notifications/initialized).
+	h.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				h.watchOnce(ss)
+			}
+			return next(ctx, method, req)
+		}
 	})
 	t.Register(h.server)
 	h.stopNotices = t.SendNotices(context.WithoutCancel(ctx), h.server)
@@ -185,14 +192,11 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 		SessionTimeout:      hopts.IdleTimeout,
 		MaxRequestBodyBytes: hopts.MaxBodyBytes,
 	})
+	// A browser's cross-origin request is refused: the server answers no
+	// preflight, and trusts no origin but its own.
 	origins := http.NewCrossOriginProtection()
-	for _, o := range hopts.AllowedOrigins {
-		if err := origins.AddTrustedOrigin(o); err != nil {
-			return nil, fmt.Errorf("mcp.allowedOrigins: %w", err)
-		}
-	}
 	origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused (mcp.allowedOrigins)", http.StatusForbidden)
+		http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused", http.StatusForbidden)
 	}))
 	var handler http.Handler = h.limitSessions(sdk)
 	handler = origins.Handler(handler)
@@ -221,6 +225,9 @@ func (h *HTTP) verify(_ context.Context, token string, _ *http.Request) (*auth.T
 func (h *HTTP) limitSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			// Counted and opened in one step.
+			h.opening.Lock()
+			defer h.opening.Unlock()
 			n := 0
 			for range h.server.Sessions() {
 				n++
@@ -255,13 +262,26 @@ func refuse(w http.ResponseWriter, r *http.Request, maxBody int64, why string) {
 	_, _ = w.Write(resp)
 }
 
+// watchOnce watches ss, once.
+func (h *HTTP) watchOnce(ss *mcp.ServerSession) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.watched[ss] {
+		return
+	}
+	h.watched[ss] = true
+	go h.watch(ss)
+}
+
 // watch waits for a session to close (its client said so, or went idle
-// past IdleTimeout), then kills its background jobs after JobGrace.
+// past IdleTimeout), then, after JobGrace, kills its background jobs and
+// forgets their notices: nobody is left to read them.
 func (h *HTTP) watch(ss *mcp.ServerSession) {
 	_ = ss.Wait()
 	owner := ss.ID()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	delete(h.watched, ss)
 	if h.closed {
 		return
 	}
@@ -269,8 +289,16 @@ func (h *HTTP) watch(ss *mcp.ServerSession) {
 		h.mu.Lock()
 		delete(h.graces, owner)
 		h.mu.Unlock()
-		h.tools.killJobsOf(owner)
+		h.tools.endOwner(owner)
 	})
+}
+
+// CloseSessions closes every session (a server shutting down): their
+// long-lived streams end, so that requests in flight can drain.
+func (h *HTTP) CloseSessions() {
+	for ss := range h.server.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 // Close stops the notices and the graces; the runtime's Close kills what
@@ -286,8 +314,9 @@ func (h *HTTP) Close() {
 	h.stopNotices()
 }
 
-// killJobsOf kills owner's running jobs.
-func (t *Tools) killJobsOf(owner string) {
+// endOwner kills owner's running jobs (Kill returns once each has
+// settled), then takes the notices of their ends, which nobody will read.
+func (t *Tools) endOwner(owner string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, j := range t.jobs.List(owner) {
@@ -297,6 +326,7 @@ func (t *Tools) killJobsOf(owner string) {
 			}
 		}
 	}
+	t.jobs.Notices(owner)
 }
 
 // IsLoopback says whether addr (host:port) listens on loopback only.

@@ -9,6 +9,7 @@ package mcpserver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,9 +40,11 @@ type Options struct {
 	// and kill them, and only its sessions hear of their end. nil: one
 	// owner, StdioOwner, for every session.
 	Owner func(*mcp.ServerSession) string
-	// MaxRunningJobs bounds an owner's running background jobs; zero: no
-	// bound.
-	MaxRunningJobs int
+	// MaxRunningJobs bounds an owner's running background jobs, and
+	// MaxAllRunningJobs those of every owner together (a closed session's
+	// jobs still run through their grace); zero: no bound.
+	MaxRunningJobs    int
+	MaxAllRunningJobs int
 	// Logger gets what the tools cannot tell a client (a notice dropped);
 	// nil: none.
 	Logger hclog.Logger
@@ -54,7 +57,11 @@ type Tools struct {
 	approvals *approvals
 	owner     func(*mcp.ServerSession) string
 	maxJobs   int
-	logger    hclog.Logger
+	maxAll    int
+	// starting makes a background start and the count before it one
+	// step: calls run concurrently.
+	starting sync.Mutex
+	logger   hclog.Logger
 }
 
 // New returns the tools over r. It asks r's executor whether it sandboxes,
@@ -65,7 +72,7 @@ func New(ctx context.Context, r *host.Runtime, opts Options) (*Tools, error) {
 		return nil, err
 	}
 	tool.Workdir = opts.Workdir
-	t := &Tools{tool: tool, jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, maxJobs: opts.MaxRunningJobs, logger: opts.Logger}
+	t := &Tools{tool: tool, jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, maxJobs: opts.MaxRunningJobs, maxAll: opts.MaxAllRunningJobs, logger: opts.Logger}
 	if t.owner == nil {
 		t.owner = func(*mcp.ServerSession) string { return StdioOwner }
 	}

@@ -81,9 +81,15 @@ func (t *Tools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	if err := decode(req, &in); err != nil {
 		return t.text(owner, "invalid arguments: "+err.Error(), true), nil
 	}
-	if in.RunInBackground && t.maxJobs > 0 {
-		if n := t.running(owner); n >= t.maxJobs {
+	if in.RunInBackground && (t.maxJobs > 0 || t.maxAll > 0) {
+		// The count and the start are one step: calls run concurrently.
+		t.starting.Lock()
+		defer t.starting.Unlock()
+		if n := t.running(owner); t.maxJobs > 0 && n >= t.maxJobs {
 			return t.text(owner, fmt.Sprintf("you have %d background jobs running, the limit of a session (mcp.maxJobsPerSession): wait for one to end, or kill one with job_kill", n), true), nil
+		}
+		if n := t.jobs.Running(); t.maxAll > 0 && n >= t.maxAll {
+			return t.text(owner, fmt.Sprintf("the server runs %d background jobs, its limit (mcp.maxSessions x mcp.maxJobsPerSession, counting closed sessions' jobs in their grace): wait for one to end", n), true), nil
 		}
 	}
 	var opts host.CallOptions

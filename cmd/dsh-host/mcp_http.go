@@ -76,6 +76,7 @@ func serveHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, o
 		return cannot(fmt.Errorf("--http %s: %w", addr, err))
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(h.CloseSessions)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.HTTPPath, "token", hopts.Token != "")
