@@ -293,6 +293,34 @@ func (h *HTTP) watch(ss *mcp.ServerSession) {
 	})
 }
 
+// ShutdownGrace is how long Serve lets requests in flight finish once its
+// ctx is done, before it closes their connections.
+const ShutdownGrace = 5 * time.Second
+
+// Serve serves h on ln until ctx is done, then shuts down: the sessions
+// close, requests in flight get ShutdownGrace, and the connections close.
+// It returns nil after a shutdown, and the error that stopped it
+// otherwise. The runtime's Close, after it, kills every job.
+func (h *HTTP) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(h.CloseSessions)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	_ = srv.Close()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil // the grace is over: what was in flight is cut
+	}
+	return err
+}
+
 // CloseSessions closes every session (a server shutting down): their
 // long-lived streams end, so that requests in flight can drain.
 func (h *HTTP) CloseSessions() {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,11 +13,6 @@ import (
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/mcpserver"
 )
-
-// shutdownGrace is how long SIGTERM lets HTTP requests in flight finish
-// before the server closes their connections (then the runtime kills
-// every job).
-const shutdownGrace = 5 * time.Second
 
 // httpAddr is where --http listens: ADDR as given, but a port alone
 // ("8080", ":8080") is on 127.0.0.1; every interface must be asked for
@@ -63,8 +55,7 @@ func httpOptions(file *host.SettingsFile, addr string) (mcpserver.HTTPOptions, e
 }
 
 // serveHTTP serves the tools over streamable HTTP at addr until ctx is
-// done (SIGTERM, SIGINT): then requests in flight get shutdownGrace, and
-// the caller's runtime Close kills every job.
+// done (SIGTERM, SIGINT); the caller's runtime Close then kills every job.
 func serveHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opts mcpserver.Options, hopts mcpserver.HTTPOptions, addr string, logger hclog.Logger) int {
 	h, err := mcpserver.NewHTTP(ctx, r, impl, opts, hopts)
 	if err != nil {
@@ -75,22 +66,10 @@ func serveHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, o
 	if err != nil {
 		return cannot(fmt.Errorf("--http %s: %w", addr, err))
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	srv.RegisterOnShutdown(h.CloseSessions)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	logger.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.HTTPPath, "token", hopts.Token != "")
-	select {
-	case err := <-served:
+	if err := h.Serve(ctx, ln); err != nil {
 		logger.Error("serving MCP over HTTP", "error", err)
 		return 1
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		logger.Warn("shutting the HTTP server down", "error", err)
-	}
-	_ = srv.Close()
 	return 0
 }
