@@ -1,0 +1,75 @@
+package mcpserver
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The mcp section's token comes from the file or the variable it names;
+// either missing, empty, or both given is an error that names the key.
+func TestHTTPOptionsTakeTheTokenFromOnePlace(t *testing.T) {
+	files := map[string]string{"/tok": "  s3cret\n", "/empty": "\n"}
+	readFile := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	env := map[string]string{"TOK": "from-env", "BLANK": " "}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, tc := range []struct {
+		raw, token, err string
+	}{
+		{``, "", ""},
+		{`{"tokenFile": "/tok"}`, "s3cret", ""},
+		{`{"tokenEnv": "TOK"}`, "from-env", ""},
+		{`{"tokenFile": "/tok", "tokenEnv": "TOK"}`, "", "give one"},
+		{`{"tokenFile": "/empty"}`, "", "mcp.tokenFile: /empty is empty"},
+		{`{"tokenFile": "/missing"}`, "", "mcp.tokenFile"},
+		{`{"tokenEnv": "UNSET"}`, "", "mcp.tokenEnv: UNSET is not set"},
+		{`{"tokenEnv": "BLANK"}`, "", "mcp.tokenEnv: BLANK is not set"},
+		{`{"tokn": "x"}`, "", "unknown field"},
+	} {
+		o, err := HTTPOptionsFrom([]byte(tc.raw), readFile, lookup)
+		switch {
+		case tc.err == "" && (err != nil || o.Token != tc.token):
+			t.Errorf("%s: token %q, %v; want %q", tc.raw, o.Token, err, tc.token)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v; want an error saying %q", tc.raw, err, tc.err)
+		}
+	}
+	if _, err := HTTPOptionsFrom([]byte(`{"tokenFile": "/missing"}`), readFile, lookup); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing token file: %v; want it to say so", err)
+	}
+}
+
+// A grace of 0 kills a closed session's jobs at once; unset, the default.
+func TestHTTPOptionsGrace(t *testing.T) {
+	o, _ := HTTPOptionsFrom([]byte(`{"jobGraceMs": 0}`), os.ReadFile, os.LookupEnv)
+	if o.withDefaults().JobGrace >= 0 {
+		t.Errorf("jobGraceMs 0: grace %v; want none", o.withDefaults().JobGrace)
+	}
+	o, _ = HTTPOptionsFrom(nil, os.ReadFile, os.LookupEnv)
+	if got := o.withDefaults(); got.JobGrace != DefaultJobGrace || got.IdleTimeout != DefaultIdleTimeout || got.MaxSessions != DefaultMaxSessions {
+		t.Errorf("defaults: %+v", got)
+	}
+	o, _ = HTTPOptionsFrom([]byte(`{"jobGraceMs": 1500, "idleTimeoutMs": 2000}`), os.ReadFile, os.LookupEnv)
+	if o.JobGrace != 1500*time.Millisecond || o.IdleTimeout != 2*time.Second {
+		t.Errorf("given: %+v", o)
+	}
+}
+
+// A port on loopback, or localhost, needs no token; another address does.
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:80": true, "[::1]:80": true, "localhost:80": true, "127.1.2.3:9": true,
+		"0.0.0.0:80": false, ":80": false, "10.0.0.1:80": false, "example.com:80": false, "nonsense": false,
+	} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
