@@ -495,3 +495,29 @@ func TestAnEmptyReadNeverHidesTheLastOutput(t *testing.T) {
 		t.Errorf("%d of 200 jobs read as finished with their output %s", lost, "still unread")
 	}
 }
+
+// Jobs are numbered from job-1 in the order they start, and listed in
+// that order: job-10 after job-9, not after job-1.
+func TestJobsAreNumberedAndListedInStartOrder(t *testing.T) {
+	jobs, _ := jobsOn(t, 0)
+	ctx := context.Background()
+	var want []string
+	for i := 1; i <= 11; i++ {
+		info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{Command: "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := fmt.Sprintf("job-%d", i); string(info.ID) != id {
+			t.Errorf("job %d is %s, want %s", i, info.ID, id)
+		}
+		want = append(want, fmt.Sprintf("job-%d", i))
+		time.Sleep(2 * time.Millisecond) // apart in time
+	}
+	var got []string
+	for _, j := range jobs.List("alice") {
+		got = append(got, string(j.ID))
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("List: %v, want %v", got, want)
+	}
+}
