@@ -244,3 +244,52 @@ func TestAReadDuringACrashGivesTheRecoveredOutput(t *testing.T) {
 		t.Errorf("a read during the crash gave %.60q… (job %v), want the recovered output from line 151 on", d.Delta, info.State)
 	}
 }
+
+// A spill file that ends inside a UTF-8 character (the stream was cut
+// there) is recovered to its last byte: the character cut short is held
+// back only while the stream goes on, and here it does not.
+func TestARecoveredSpillThatEndsInsideACharacterIsReadToItsEnd(t *testing.T) {
+	r, id, dir := crashedJob(t, true, nil)
+	outs, _ := filepath.Glob(filepath.Join(dir, "*.stdout"))
+	if len(outs) != 1 {
+		t.Fatalf("spill files %v", outs)
+	}
+	// Line 600 is "o 00600 é日 xxxxx\n": keep it up to the first byte of 日.
+	size := int64(12000 - len(recoverLines(recoverOutLine, 600, 600)) + len("o 00600 é") + 1)
+	if err := os.Truncate(outs[0], size); err != nil {
+		t.Fatal(err)
+	}
+	// Stderr has nothing left past what was read: no section follows
+	// stdout's last bytes.
+	errs, _ := filepath.Glob(filepath.Join(dir, "*.stderr"))
+	if len(errs) != 1 {
+		t.Fatalf("spill files %v", errs)
+	}
+	if err := os.Truncate(errs[0], 3000); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for reads := 0; ; reads++ {
+		if reads == 100 {
+			t.Fatalf("still unread after 100 reads: the cut character is held back for ever (%d bytes read)", out.Len())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		d, info, err := r.Jobs().Output(ctx, "alice", id)
+		cancel()
+		if err != nil {
+			t.Fatalf("read %d: %v (%d bytes read)", reads, err, out.Len())
+		}
+		o, _, _ := strings.Cut(d.Delta, pluginapi.StderrSectionHeader)
+		out.WriteString(o)
+		if !info.Unread {
+			break
+		}
+	}
+	want := recoverLines(recoverOutLine, 151, 600)[:size-3000]
+	if out.String() != want {
+		t.Errorf("recovered %d bytes ending %q, want %d ending %q", out.Len(), tail(out.String()), len(want), tail(want))
+	}
+}
+
+// tail is the last few bytes of s, for a message.
+func tail(s string) string { return s[max(0, len(s)-12):] }
