@@ -158,6 +158,19 @@ func TestBashToolArgumentsFollowTheSchema(t *testing.T) {
 			t.Errorf("%s: %v, want ErrToolInput saying at least 1", args, err)
 		}
 	}
+	// The least timeout there is, 1, is taken (the command may well time
+	// out: a result, not a refusal).
+	var one host.BashInput
+	if err := json.Unmarshal([]byte(`{"command": "true", "timeout": 1}`), &one); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tool.Call(ctx, "agent", one, host.CallOptions{}); err != nil {
+		t.Errorf("timeout 1: %v, want it taken", err)
+	}
+	// A Go caller's negative timeout is refused too, JSON or not.
+	if _, err := tool.Call(ctx, "agent", host.BashInput{Command: "true", TimeoutMs: -5}, host.CallOptions{}); !errors.Is(err, host.ErrToolInput) {
+		t.Errorf("TimeoutMs -5 from Go: %v, want ErrToolInput", err)
+	}
 	var in host.BashInput
 	if err := json.Unmarshal([]byte(`{"command": "true", "timeoutMs": 5}`), &in); err == nil {
 		t.Errorf("an argument the schema lacks decoded: %+v", in)
