@@ -33,9 +33,10 @@ func killTagged(prefix string) int {
 		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
-			killed = append(killed, pid)
-		}
+		// Found, and killed: by the group's kill (its parent may reap it
+		// at once, and this kill then find nothing), or by this one.
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		killed = append(killed, pid)
 	}
 	// Return once they are gone: whoever asked may report them dead.
 	deadline := time.Now().Add(killTaggedWait)
