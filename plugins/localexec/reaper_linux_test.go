@@ -2,6 +2,7 @@ package localexec
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -91,5 +92,66 @@ func TestLeftoverWithoutEnvironmentDoesNotStall(t *testing.T) {
 	}
 	if took := time.Since(began); took > 2*time.Second {
 		t.Errorf("5 runs of true took %s after an untaggable leftover", took)
+	}
+}
+
+// pidGone waits up to 3 s for pid to be gone or a zombie.
+func pidGone(pid int) bool {
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true
+		}
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
+			return true
+		}
+	}
+	return false
+}
+
+// leftoverPid runs command, which prints the pid of a process it leaves
+// behind, and returns that pid and the result; the process is killed and
+// reaped when the test ends, whatever became of it.
+func leftoverPid(t *testing.T, e *Executor, command string) (int, pluginapi.RunResult) {
+	t.Helper()
+	res := run(t, e, command)
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout.Text))
+	if err != nil {
+		t.Fatalf("no pid in the output %q: %v", res.Stdout.Text, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	})
+	return pid, res
+}
+
+// The hunt kills the group a tagged leftover leads, with the members that
+// cleared their environment (and so carry no tag): a setsid daemon's
+// children die with it.
+func TestHuntKillsTheGroupATaggedLeftoverLeads(t *testing.T) {
+	e := bashExecutor(t)
+	// The daemon stays, waiting for its child; the shell waits only for
+	// the child's pid.
+	pid, _ := leftoverPid(t, e, `f=$(mktemp); setsid bash -c "env -i sleep 1000 & echo \$! >$f; wait" & `+
+		`while [ ! -s "$f" ]; do sleep 0.01; done; cat "$f"; rm "$f"`)
+	if !pidGone(pid) {
+		t.Errorf("the untagged member (pid %d) of a tagged leftover's group still runs after the run", pid)
+	}
+}
+
+// A leftover killed on its own (outside the shell's group, leading none)
+// is counted.
+func TestHuntCountsALeftoverOutsideAnyGroupItLeads(t *testing.T) {
+	e := bashExecutor(t)
+	// sleep is in the group of a setsid bash that exits at once: an
+	// orphan whose group has no leader.
+	pid, res := leftoverPid(t, e, `setsid bash -c 'sleep 1000 & echo $!' | head -1`)
+	if !pidGone(pid) {
+		t.Fatalf("the leftover (pid %d) still runs after the run", pid)
+	}
+	if res.LeftoversKilled != 1 {
+		t.Errorf("LeftoversKilled = %d, want 1 (the orphan, killed on its own)", res.LeftoversKilled)
 	}
 }
