@@ -50,26 +50,30 @@ var notCredentials = []string{"TOKENIZERS_PARALLELISM", "MAX_THINKING_TOKENS", "
 // makes it, so that ordinary values sharing a prefix stay: "sk_SK.UTF-8",
 // "sk-prod-cluster-1", "pk_live_..." (a publishable key), "tcp://host:2376".
 // Settings that replace CredentialPatterns leave it in force; only the
-// allowlist lets such a value through.
-var credentialValue = regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:` + strings.Join([]string{
-	`gh[oprsu]_[A-Za-z0-9]{36,}`,                                    // GitHub: classic PAT, OAuth, app, user, refresh
-	`github_pat_[A-Za-z0-9_]{22,}`,                                  // GitHub: fine-grained PAT
-	`gl(?:pat|ptt|dt|rt)-[A-Za-z0-9_-]{20,}`,                        // GitLab: personal, trigger, deploy, runner
-	`sk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`,              // Anthropic; OpenAI project and service keys
-	`sk-[A-Za-z0-9]{32,}`,                                           // OpenAI's older keys and OpenAI-compatible APIs
-	`xox[abeoprs]-[A-Za-z0-9-]{10,}`,                                // Slack tokens
-	`(?:AKIA|ASIA)[A-Z2-7]{16}(?:[^A-Za-z0-9]|$)`,                   // AWS access key ids, long-lived and temporary
-	`[rs]k_(?:live|test)_[A-Za-z0-9]{20,}`,                          // Stripe secret and restricted keys
-	`npm_[A-Za-z0-9]{36,}`,                                          // npm
-	`pypi-Ag[A-Za-z0-9_-]{50,}`,                                     // PyPI (a macaroon)
-	`hf_[A-Za-z0-9]{30,}`,                                           // Hugging Face
-	`AIza[A-Za-z0-9_-]{35}`,                                         // Google API keys
-	`hooks\.slack\.com/(?:services|workflows|triggers)/\w+/\w+/\w+`, // Slack webhooks
-	`discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+`,       // Discord webhooks
-	`-----BEGIN [A-Z ]*PRIVATE KEY`,                                 // PEM, OpenSSH and PGP private keys
-	`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`,                 // scheme://user:password@
-	`(?i:password|passwd|accountkey|sharedaccesskey)=[^;&\s]+`,      // Password=...; AccountKey=... (Azure)
-}, "|") + `)`)
+// allowlist lets such a value through. Compiled at its first use, not in
+// every process that links this package (a host's start would pay about
+// 0.3 ms for it).
+var credentialValue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:` + strings.Join([]string{
+		`gh[oprsu]_[A-Za-z0-9]{36,}`,                                    // GitHub: classic PAT, OAuth, app, user, refresh
+		`github_pat_[A-Za-z0-9_]{22,}`,                                  // GitHub: fine-grained PAT
+		`gl(?:pat|ptt|dt|rt)-[A-Za-z0-9_-]{20,}`,                        // GitLab: personal, trigger, deploy, runner
+		`sk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`,              // Anthropic; OpenAI project and service keys
+		`sk-[A-Za-z0-9]{32,}`,                                           // OpenAI's older keys and OpenAI-compatible APIs
+		`xox[abeoprs]-[A-Za-z0-9-]{10,}`,                                // Slack tokens
+		`(?:AKIA|ASIA)[A-Z2-7]{16}(?:[^A-Za-z0-9]|$)`,                   // AWS access key ids, long-lived and temporary
+		`[rs]k_(?:live|test)_[A-Za-z0-9]{20,}`,                          // Stripe secret and restricted keys
+		`npm_[A-Za-z0-9]{36,}`,                                          // npm
+		`pypi-Ag[A-Za-z0-9_-]{50,}`,                                     // PyPI (a macaroon)
+		`hf_[A-Za-z0-9]{30,}`,                                           // Hugging Face
+		`AIza[A-Za-z0-9_-]{35}`,                                         // Google API keys
+		`hooks\.slack\.com/(?:services|workflows|triggers)/\w+/\w+/\w+`, // Slack webhooks
+		`discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+`,       // Discord webhooks
+		`-----BEGIN [A-Z ]*PRIVATE KEY`,                                 // PEM, OpenSSH and PGP private keys
+		`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`,                 // scheme://user:password@
+		`(?i:password|passwd|accountkey|sharedaccesskey)=[^;&\s]+`,      // Password=...; AccountKey=... (Azure)
+	}, "|") + `)`)
+})
 
 // pluginPatterns match the variables go-plugin sets for the plugin process
 // itself; a command has no use for them.
@@ -95,7 +99,7 @@ func (s Settings) hides(name, value string) bool {
 	if !s.scrubs() || scrubbed(name, s.CredentialAllowlist) {
 		return false
 	}
-	return credentialValue.MatchString(value) ||
+	return credentialValue().MatchString(value) ||
 		scrubbed(name, s.CredentialPatterns) && !scrubbed(name, notCredentials)
 }
 
