@@ -106,3 +106,37 @@ func TestAFailedCloseReachesTheHost(t *testing.T) {
 		t.Errorf("Close over the wire of an executor whose Close failed: %v, want its error", err)
 	}
 }
+
+// earlyExecutor is a plugin's executor whose Run fails a moment before the
+// deadline its context carries (the host's bound, as gRPC hands it on):
+// the plugin's copy of the bound running out first.
+type earlyExecutor struct {
+	pluginapi.ShellExecutor // nothing else is called
+}
+
+func (earlyExecutor) Run(ctx context.Context, spec pluginapi.ExecSpec) (pluginapi.RunResult, error) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return pluginapi.RunResult{}, errors.New("no deadline reached the plugin")
+	}
+	select {
+	case <-time.After(time.Until(dl) - 200*time.Millisecond):
+	case <-ctx.Done():
+	}
+	return pluginapi.RunResult{}, errors.New("the plugin's copy of the deadline ran out")
+}
+
+func (earlyExecutor) Close(context.Context) error { return nil }
+
+// A run whose stream ends a moment before the client's bound (the plugin's
+// copy of the deadline ran out first) is reported as the bound's doing,
+// as a plugin that never settles is: not as the plugin's error.
+func TestARunEndedJustBeforeTheBoundReportsTheBound(t *testing.T) {
+	t.Parallel()
+	x := pluginapitest.Serve(t, earlyExecutor{})
+	spec := pluginapi.ExecSpec{Command: "true", Workdir: "/", TimeoutMs: 100, KillGraceMs: 100, StdoutMaxBytes: 10, StderrMaxBytes: 10}
+	_, err := x.Run(t.Context(), spec)
+	if want := "the command did not settle within 5.2s"; !errors.Is(err, pluginapi.ErrPluginUnavailable) || !strings.Contains(err.Error(), want) {
+		t.Errorf("a run whose plugin gave up 200 ms before the bound: %v; want ErrPluginUnavailable saying %q", err, want)
+	}
+}
