@@ -45,7 +45,9 @@ type Executor struct {
 	mu      sync.Mutex
 	current Settings
 	// shell overrides cfg.Shell once SetShell was called.
-	shell  string
+	shell string
+	// found is where the last lookup found which shell.
+	found  struct{ name, path string }
 	closed bool
 	// active counts runs and background processes; Close waits for it.
 	active sync.WaitGroup
@@ -154,16 +156,30 @@ func (e *Executor) Close(ctx context.Context) error {
 // shellPath finds the shell executable, or says why it cannot.
 func (e *Executor) shellPath() (string, error) {
 	e.mu.Lock()
-	shell := e.shell
+	shell, found := e.shell, e.found
 	e.mu.Unlock()
 	if shell == "" {
 		shell = e.cfg.Shell
+	}
+	// The last lookup holds while its file is still an executable one:
+	// one stat, where a search of PATH costs one per directory before it.
+	if found.name == shell && executable(found.path) {
+		return found.path, nil
 	}
 	path, err := exec.LookPath(shell)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %v", pluginapi.ErrMissingShell, shell, err)
 	}
+	e.mu.Lock()
+	e.found.name, e.found.path = shell, path
+	e.mu.Unlock()
 	return path, nil
+}
+
+// executable says whether path is a regular file with an execute bit.
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 // SetShell replaces the executable commands run under (an executor whose
