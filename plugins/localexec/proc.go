@@ -186,16 +186,16 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	}
 	defer p.group.release()
 
-	drained := make(chan struct{})
-	go func() { p.readers.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(drainDelay):
+	// Past drainDelay the readers stop where they are. The wait is for
+	// the readers themselves: the last one's end wakes this goroutine,
+	// with no goroutine between them.
+	stop := time.AfterFunc(drainDelay, func() {
 		for _, f := range p.pipes {
 			_ = f.SetReadDeadline(time.Now())
 		}
-		<-drained
-	}
+	})
+	p.readers.Wait()
+	stop.Stop()
 	p.closePipes()
 	return ws, werr
 }

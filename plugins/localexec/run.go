@@ -63,15 +63,18 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 
 	deadline, cancel := context.WithTimeoutCause(ctx, spec.Timeout(), errTimedOut)
 	defer cancel()
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		<-deadline.Done()
+	// The deadline interrupts the command from a function of its own, not
+	// a goroutine waiting on it: the run's end then wakes nobody first.
+	interrupted := make(chan struct{})
+	stopWatch := context.AfterFunc(deadline, func() {
+		defer close(interrupted)
 		p.interrupt(context.Cause(deadline))
-	}()
+	})
 	ws, werr := p.wait()
+	if !stopWatch() {
+		<-interrupted // it ran: the cause it recorded is the result's
+	}
 	cancel()
-	<-watchDone
 
 	res := pluginapi.RunResult{
 		TimeoutMs:  spec.TimeoutMs,
