@@ -34,6 +34,11 @@ func TestReadSpillOverTheWire(t *testing.T) {
 	if reader.calls != 0 {
 		t.Errorf("the executor was asked %d times for a read the server must refuse", reader.calls)
 	}
+	// A read of no bytes is a question about the file's size, and is
+	// answered.
+	if c, err := r.ReadSpill(t.Context(), "/tmp/x", 0, 0); err != nil || reader.calls != 1 || len(c.Data) != 0 {
+		t.Errorf("ReadSpill of 0 bytes: %d bytes, %v, the executor asked %d times; want an answer from the executor", len(c.Data), err, reader.calls)
+	}
 	// A read past MaxSpillRead is cut to it before the executor sees it.
 	c, err := r.ReadSpill(t.Context(), "/tmp/x", 0, 10<<20)
 	if err != nil || reader.lastMax != pluginapi.MaxSpillRead || len(c.Data) != pluginapi.MaxSpillRead {

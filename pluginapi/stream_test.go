@@ -3,6 +3,7 @@ package pluginapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -204,5 +205,32 @@ func TestAStreamIsClosedOnce(t *testing.T) {
 	c.CloseStream()
 	if n := counted.closes.Load(); n != 1 {
 		t.Errorf("the stream was closed %d times, want once", n)
+	}
+}
+
+// closeFails is an echoExecutor whose Close fails: it could not terminate
+// what it ran.
+type closeFails struct{ *echoExecutor }
+
+func (x closeFails) Close(ctx context.Context) error {
+	_ = x.echoExecutor.Close(ctx)
+	return errors.New("could not terminate process 4242")
+}
+
+// When the executor's Close fails once the stream is gone, ServeStream
+// says so with why it stopped: an agent must not exit as if all went well.
+func TestAFailedCloseOnTheAgentsSideIsReturned(t *testing.T) {
+	c, _, served := serveOverPipe(t, closeFails{newEchoExecutor()})
+	if _, err := run(t.Context(), c, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseStream()
+	select {
+	case <-served.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStream still served 10s after its stream closed")
+	}
+	if !errors.Is(served.err, pluginapi.ErrStreamClosed) || !strings.Contains(fmt.Sprint(served.err), "could not terminate process 4242") {
+		t.Errorf("ServeStream returned %v, want ErrStreamClosed with the Close's error", served.err)
 	}
 }
