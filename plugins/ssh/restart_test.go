@@ -1,12 +1,14 @@
 package ssh_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,6 +93,10 @@ func (d *sshd) stop() {
 		return
 	}
 	procs := append(descendants(d.cmd.Process.Pid), d.cmd.Process.Pid)
+	// sshd's own processes first, as a restart kills them: every
+	// connection is gone before anything it ran is killed (a command
+	// killed first could report its SIGKILL through a session still up).
+	slices.SortStableFunc(procs, func(a, b int) int { return cmp.Compare(sshdRank(a), sshdRank(b)) })
 	for _, pid := range procs {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -111,6 +117,15 @@ func (d *sshd) stop() {
 			return
 		}
 	}
+}
+
+// sshdRank is 0 for a process of sshd itself, 1 for anything else.
+func sshdRank(pid int) int {
+	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if strings.TrimSpace(string(comm)) == "sshd" || strings.HasPrefix(string(comm), "sshd-") {
+		return 0
+	}
+	return 1
 }
 
 // descendants lists the live descendants of pid, from /proc.
