@@ -119,10 +119,12 @@ func TestResolveRejects(t *testing.T) {
 		{"empty command", pluginapi.ExecRequest{Command: ""}, "empty command"},
 		{"whitespace command", pluginapi.ExecRequest{Command: " \t\n "}, "empty command"},
 		{"NUL in command", pluginapi.ExecRequest{Command: "echo a\x00b"}, "NUL"},
+		{"NUL first in command", pluginapi.ExecRequest{Command: "\x00echo"}, "NUL"},
 		{"negative timeout", pluginapi.ExecRequest{Command: "x", TimeoutMs: -1}, "timeoutMs"},
 		{"negative stdout cap", pluginapi.ExecRequest{Command: "x", StdoutMaxBytes: -5}, "stdoutMaxBytes"},
 		{"negative stderr cap", pluginapi.ExecRequest{Command: "x", StderrMaxBytes: -1 << 62}, "stderrMaxBytes"},
 		{"NUL in workdir", pluginapi.ExecRequest{Command: "x", Workdir: "/tmp/\x00"}, "workdir"},
+		{"NUL first in workdir", pluginapi.ExecRequest{Command: "x", Workdir: "\x00/tmp"}, "workdir"},
 		{"dshEnv key outside DSH_*", pluginapi.ExecRequest{Command: "x", DshEnv: map[string]string{"FOO": "1"}}, `"FOO"`},
 		{"dshEnv lower-case prefix", pluginapi.ExecRequest{Command: "x", DshEnv: map[string]string{"dsh_x": "1"}}, "dshEnv"},
 		{"env key with =", pluginapi.ExecRequest{Command: "x", Env: map[string]string{"A=B": "1"}}, "env"},
@@ -304,5 +306,20 @@ func TestResolveDefaultArgumentBound(t *testing.T) {
 	_, err := e.Resolve(context.Background(), pluginapi.ExecRequest{Command: strings.Repeat("x", most+1)})
 	if !errors.Is(err, pluginapi.ErrInvalidRequest) || !strings.Contains(err.Error(), "the most one argument can carry is 131071") {
 		t.Errorf("a command of %d bytes: %v, want ErrInvalidRequest naming the bound", most+1, err)
+	}
+}
+
+// An environment entry (NAME=value) is bounded as one argument is: the
+// bound itself is taken, a byte more is refused.
+func TestResolveEnvironmentEntryBound(t *testing.T) {
+	e := newTestExecutor()
+	const most = 128<<10 - 1
+	value := func(n int) map[string]string { return map[string]string{"VAR": strings.Repeat("v", n-len("VAR="))} }
+	if _, err := e.Resolve(context.Background(), pluginapi.ExecRequest{Command: "x", Env: value(most)}); err != nil {
+		t.Errorf("an environment entry of %d bytes: %v, want it resolved", most, err)
+	}
+	_, err := e.Resolve(context.Background(), pluginapi.ExecRequest{Command: "x", Env: value(most + 1)})
+	if !errors.Is(err, pluginapi.ErrInvalidRequest) || !strings.Contains(err.Error(), fmt.Sprintf("environment entry VAR is %d bytes", most+1)) {
+		t.Errorf("an environment entry of %d bytes: %v, want ErrInvalidRequest naming its size", most+1, err)
 	}
 }
