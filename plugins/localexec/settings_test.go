@@ -22,6 +22,23 @@ func TestSplitSettings(t *testing.T) {
 	if _, _, err := localexec.SplitSettings([]byte(`[1]`), "x"); !errors.Is(err, pluginapi.ErrInvalidSettings) {
 		t.Errorf("a list: %v", err)
 	}
+	// No settings at all (an empty section) are none, not an error.
+	for _, raw := range []string{"", "  \n"} {
+		if own, rest, err := localexec.SplitSettings([]byte(raw), "x"); err != nil || len(own) != 0 || string(rest) != "{}" {
+			t.Errorf("%q: own %s, rest %s, err %v", raw, own, rest, err)
+		}
+	}
+}
+
+// An empty settings section configures the defaults, as null does.
+func TestConfigureEmptySettings(t *testing.T) {
+	e := localexec.New(localexec.Config{Name: "test", Shell: "bash", Argv: func(c string) []string { return []string{"-c", c} }})
+	defer e.Close(t.Context())
+	for _, raw := range []string{"", " \t", "null"} {
+		if err := e.Configure(t.Context(), []byte(raw)); err != nil {
+			t.Errorf("Configure(%q): %v, want the defaults", raw, err)
+		}
+	}
 }
 
 // A schema with an executor's own property keeps the shared ones and is
