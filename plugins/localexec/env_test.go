@@ -1,6 +1,7 @@
 package localexec
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -334,6 +335,33 @@ func TestInheritedKeptFollowsTheScrubSetting(t *testing.T) {
 		kept := inheritedKept(Settings{ScrubCredentials: &step.scrub}, environ)
 		if got := has(kept, "GITHUB_PAT"); got != step.shown || !has(kept, "PATH") {
 			t.Errorf("step %d, scrubCredentials %v: GITHUB_PAT kept %v, want %v (PATH kept: %v)", i, step.scrub, got, step.shown, has(kept, "PATH"))
+		}
+	}
+}
+
+// Configured credential patterns replace the defaults; settings that name
+// none keep the defaults.
+func TestConfiguredCredentialPatterns(t *testing.T) {
+	ctx := context.Background()
+	defaults, configured := newTestExecutor(), newTestExecutor()
+	if err := defaults.Configure(ctx, []byte(`{"defaultTimeoutMs": 5000}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := configured.Configure(ctx, []byte(`{"credentialPatterns": ["ZZ_*"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		e          *Executor
+		name       string
+		wantHidden bool
+	}{
+		{defaults, "FOO_TOKEN", true},
+		{defaults, "ZZ_A", false},
+		{configured, "ZZ_A", true},
+		{configured, "FOO_TOKEN", false},
+	} {
+		if got := c.e.settings().hides(c.name, "plain"); got != c.wantHidden {
+			t.Errorf("%s hidden: %v, want %v", c.name, got, c.wantHidden)
 		}
 	}
 }

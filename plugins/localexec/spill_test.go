@@ -825,3 +825,24 @@ func TestBackgroundReadCappedBelowACharacter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A run's spill files are closed once its streams end: this process holds
+// no descriptor of them after the run.
+func TestSpillFilesAreClosedAfterTheRun(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	res := runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 100000 /dev/zero; head -c 100000 /dev/zero >&2", StdoutMaxBytes: 100, StderrMaxBytes: 100})
+	for _, path := range []string{res.Stdout.SpillPath, res.Stderr.SpillPath} {
+		if path == "" {
+			t.Fatalf("no spill file: %+v", res)
+		}
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd here")
+		}
+		for _, fd := range fds {
+			if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == path {
+				t.Errorf("descriptor %s still holds the spill file %s after the run", fd.Name(), path)
+			}
+		}
+	}
+}
