@@ -106,6 +106,15 @@ var outputCases = []suiteCase{
 		if c, err := r.ReadSpill(e.ctx, path, int64(len(want))+10, 100); err != nil || len(c.Data) != 0 {
 			e.t.Errorf("ReadSpill past the end must give no bytes and no error: %q, %v", c.Data, err)
 		}
+		for _, at := range []struct {
+			offset int64
+			max    int
+			what   string
+		}{{0, 0, "of 0 bytes (a size probe)"}, {int64(len(want)), 100, "at the very end"}} {
+			if c, err := r.ReadSpill(e.ctx, path, at.offset, at.max); err != nil || len(c.Data) != 0 || c.Size != int64(len(want)) {
+				e.t.Errorf("ReadSpill %s must give no bytes, the file's size (%d) and no error: %q, size %d, %v", at.what, len(want), c.Data, c.Size, err)
+			}
+		}
 		dir := path[:strings.LastIndexAny(path, `/\`)+1]
 		others := []string{"/etc/passwd", "relative/" + path, dir + "../" + path[len(dir):], dir}
 		if e.impl != nil {
