@@ -344,6 +344,8 @@ func TestInheritedKeptFollowsTheScrubSetting(t *testing.T) {
 func TestConfiguredCredentialPatterns(t *testing.T) {
 	ctx := context.Background()
 	defaults, configured := newTestExecutor(), newTestExecutor()
+	defer defaults.Close(ctx)
+	defer configured.Close(ctx)
 	if err := defaults.Configure(ctx, []byte(`{"defaultTimeoutMs": 5000}`)); err != nil {
 		t.Fatal(err)
 	}

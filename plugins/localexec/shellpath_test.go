@@ -1,6 +1,7 @@
 package localexec
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ func TestShellPathFollowsAMovedShell(t *testing.T) {
 	first, second := t.TempDir(), t.TempDir()
 	t.Setenv("PATH", first+string(os.PathListSeparator)+second)
 	e := New(Config{Name: "test", Shell: "dsh-test-shell", Argv: func(c string) []string { return []string{c} }})
+	defer e.Close(context.Background())
 	place := func(dir string) string {
 		path := filepath.Join(dir, "dsh-test-shell")
 		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
