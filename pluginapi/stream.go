@@ -34,14 +34,43 @@ const streamCloseTimeout = 30 * time.Second
 // whoever started it is gone) and returns why it stopped, ErrStreamClosed
 // when the stream ended. It closes the stream.
 func ServeStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) error {
+	why, stopServing := serveStream(ctx, impl, stream)
+	closeCtx, cancel := context.WithTimeout(context.Background(), streamCloseTimeout)
+	defer cancel()
+	cerr := impl.Close(closeCtx)
+	// The host is gone, or is being left: what is still in flight goes
+	// with the stream.
+	stopServing()
+	if cerr != nil {
+		return errors.Join(why, cerr)
+	}
+	return why
+}
+
+// ServeSideStream serves impl over a second stream, beside the one
+// ServeStream serves, until it ends or ctx is done, and returns why it
+// stopped (ErrStreamClosed when the stream ended). It does not close
+// impl: the stream ServeStream serves is the lifeline, whose end ends
+// the agent; a side stream only carries calls (a faster path than the
+// lifeline, which the agent dialled). It closes the stream. A process
+// started over one stream is known to that stream's calls alone.
+func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) error {
+	why, stopServing := serveStream(ctx, impl, stream)
+	stopServing()
+	return why
+}
+
+// serveStream serves impl over stream until the stream ends, ctx is done
+// or serving fails, and returns why, and what stops the serving and
+// closes the stream.
+func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) (why error, stop func()) {
 	conn := newStreamConn(stream)
-	life, stop := context.WithCancel(context.Background())
-	defer stop()
+	life, endLife := context.WithCancel(context.Background())
 	srv := grpc.NewServer(grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))
 	pb.RegisterShellExecutorServer(srv, newGRPCServer(life, impl))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(&oneConnListener{conn: conn, closed: make(chan struct{})}) }()
-	why := ErrStreamClosed
+	why = ErrStreamClosed
 	select {
 	case <-conn.gone:
 	case <-ctx.Done():
@@ -51,18 +80,11 @@ func ServeStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteClo
 			why = err
 		}
 	}
-	stop()
-	closeCtx, cancel := context.WithTimeout(context.Background(), streamCloseTimeout)
-	defer cancel()
-	cerr := impl.Close(closeCtx)
-	// The host is gone, or is being left: what is still in flight goes
-	// with the stream.
-	srv.Stop()
-	conn.Close()
-	if cerr != nil {
-		return errors.Join(why, cerr)
+	endLife()
+	return why, func() {
+		srv.Stop()
+		conn.Close()
 	}
-	return why
 }
 
 // StreamClient is an executor served at the other end of a stream: a

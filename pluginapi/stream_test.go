@@ -234,3 +234,40 @@ func TestAFailedCloseOnTheAgentsSideIsReturned(t *testing.T) {
 		t.Errorf("ServeStream returned %v, want ErrStreamClosed with the Close's error", served.err)
 	}
 }
+
+// A side stream carries calls beside the lifeline: its end stops only its
+// own serving, never the executor, which the lifeline's end still closes.
+func TestASideStreamsEndLeavesTheExecutorOpen(t *testing.T) {
+	x := newEchoExecutor()
+	lifeline, _, served := serveOverPipe(t, x)
+	hostEnd, agentEnd := net.Pipe()
+	side := make(chan error, 1)
+	go func() { side <- pluginapi.ServeSideStream(context.Background(), x, agentEnd) }()
+	c, err := pluginapi.DialStream(hostEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := run(t.Context(), c, "over the side"); err != nil || res.Stdout.Text != "over the side" {
+		t.Fatalf("a run over the side stream: %q, %v", res.Stdout.Text, err)
+	}
+	c.CloseStream()
+	select {
+	case err := <-side:
+		if !errors.Is(err, pluginapi.ErrStreamClosed) {
+			t.Errorf("ServeSideStream returned %v once its stream closed, want ErrStreamClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeSideStream still served 10s after its stream closed")
+	}
+	if n := x.closes.Load(); n != 0 {
+		t.Errorf("the executor was closed %d times when its side stream ended, want 0", n)
+	}
+	if _, err := run(t.Context(), lifeline, "still served"); err != nil {
+		t.Errorf("the lifeline, after the side stream ended: %v", err)
+	}
+	lifeline.CloseStream()
+	<-served.done
+	if n := x.closes.Load(); n != 1 {
+		t.Errorf("the executor was closed %d times once its lifeline ended, want 1", n)
+	}
+}
