@@ -28,12 +28,13 @@ type agentProc struct {
 	stderr logBuffer
 }
 
-// startAgent starts dsh-agent --stdio, tagged, and dials it over its
-// stdin and stdout. When the test ends it closes the stream, and fails if
-// the agent did not exit within 10 s of that.
-func startAgent(t *testing.T, tag string) *agentProc {
+// startAgent starts dsh-agent --stdio, tagged, with more arguments if
+// given, and dials it over its stdin and stdout. When the test ends it
+// closes the stream, and fails if the agent did not exit within 10 s of
+// that.
+func startAgent(t *testing.T, tag string, args ...string) *agentProc {
 	t.Helper()
-	a := &agentProc{cmd: exec.Command(bins.agent, "--stdio"), exited: make(chan struct{})}
+	a := &agentProc{cmd: exec.Command(bins.agent, append([]string{"--stdio"}, args...)...), exited: make(chan struct{})}
 	a.cmd.Env = append(os.Environ(), tagVar+"="+tag)
 	// Pipes of the test's own, not the Cmd's: Wait must not close the
 	// ends the stream reads while it reads them.

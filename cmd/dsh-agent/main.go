@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,12 +30,14 @@ func run() int {
 	fs := flag.NewFlagSet("dsh-agent", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	stdio := fs.Bool("stdio", false, "serve the executor on stdin and stdout (the only mode)")
+	dial := fs.String("dial", "", "also connect to the unix socket at this path and serve calls there too (a faster path than stdio, which stays the lifeline)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio\n\n"+
+		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio [--dial SOCKET]\n\n"+
 			"Serves the bash-local executor, over gRPC, on its stdin and stdout. An executor whose\n"+
 			"commands run in a container or on another machine starts it there; it is not run by hand.\n"+
-			"It exits, killing every command it started, when its stdin closes.\n\n")
+			"It exits, killing every command it started, when its stdin closes. With --dial it also\n"+
+			"serves calls over a connection to SOCKET (the executor's, which checks who connects).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -59,7 +62,11 @@ func run() int {
 	localexec.ClaimAllChildren() // the executor is alone in this process
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	err = pluginapi.ServeStream(ctx, bashlocal.New(), stream)
+	impl := bashlocal.New()
+	if *dial != "" {
+		serveSide(ctx, impl, *dial)
+	}
+	err = pluginapi.ServeStream(ctx, impl, stream)
 	switch {
 	case errors.Is(err, pluginapi.ErrStreamClosed) && !errors.Is(err, context.Canceled):
 		return 0
@@ -72,4 +79,17 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// serveSide connects to the executor's socket at path and serves impl over
+// that connection too, until it ends or ctx is done. A failed connection
+// is said on stderr (the executor's log) and leaves stdio alone to carry
+// the calls: the executor, seeing no connection, uses it.
+func serveSide(ctx context.Context, impl pluginapi.ShellExecutor, path string) {
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dsh-agent: no side stream, calls cross stdio: %v\n", err)
+		return
+	}
+	go func() { _ = pluginapi.ServeSideStream(ctx, impl, conn) }()
 }
