@@ -2,8 +2,10 @@
 // container, through the Docker Engine API (github.com/moby/moby/client),
 // so against Docker and against Podman's service alike. One long-lived
 // container per executor, with an init as PID 1, runs dsh-agent (mounted
-// read-only from this machine) as its main process, attached: every call
-// crosses that one stream (remoteexec). When the stream closes (the
+// read-only from this machine) as its main process, attached, and every
+// call goes to it (remoteexec): over a side stream the agent connects to
+// where the engine is on this machine (sidestream.go), else over the
+// attached stream. When the attached stream closes (the
 // executor closes, or its plugin dies) the agent kills what it started
 // and exits, and the container goes with it (auto-removed); Close also
 // removes it, and a start sweeps labelled containers whose plugin is dead.
@@ -152,7 +154,10 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		return nil, fmt.Errorf("container: the engine %s does not answer: %w", engineName(s), err)
 	}
-	t.swept.Do(func() { sweep(ctx, c) })
+	t.swept.Do(func() {
+		sweep(ctx, c)
+		sweepSideDirs()
+	})
 	img, err := c.ImageInspect(ctx, s.Image)
 	if err != nil {
 		return nil, fmt.Errorf("container: image %s: %w (images are not pulled: build or load it first)", s.Image, err)
@@ -191,8 +196,16 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		SecurityOpt: []string{"no-new-privileges"},
 	}
 	lay.apply(cfg, host, s.NetworkName)
+	side := sideFor(c)
+	if side != nil {
+		host.Binds = append(host.Binds, side.bind())
+		cfg.Cmd = append(cfg.Cmd, side.agentArgs()...)
+	}
 	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
 	if err != nil {
+		if side != nil {
+			side.close()
+		}
 		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
 	}
 	id := created.ID
@@ -201,20 +214,72 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		return removeContainer(ctx, c, id)
 	}
 	attached, err := c.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err == nil {
+		if _, err = c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+			attached.Close()
+			err = fmt.Errorf("container: starting %s of %s: %w", short(id), s.Image, err)
+		}
+	} else {
+		err = fmt.Errorf("container: attaching to %s: %w", short(id), err)
+	}
 	if err != nil {
+		if side != nil {
+			side.close()
+		}
 		_ = remove(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("container: attaching to %s: %w", short(id), err)
+		return nil, err
 	}
-	if _, err := c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		attached.Close()
-		_ = remove(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("container: starting %s of %s: %w", short(id), s.Image, err)
-	}
-	return &remoteexec.Session{
-		Stream:  newAttachStream(attached.HijackedResponse, "container "+short(id)),
+	name := "container " + short(id)
+	stream := newAttachStream(attached.HijackedResponse, name)
+	sess := &remoteexec.Session{
+		Stream:  stream,
 		Cleanup: remove,
-		Where:   "container " + short(id) + " of " + s.Image + " (" + string(t.mode) + ")",
-	}, nil
+		Where:   name + " of " + s.Image + " (" + string(t.mode) + ")",
+	}
+	if side == nil {
+		return sess, nil
+	}
+	conn, err := side.accept(ctx, func(ctx context.Context) (int, error) {
+		in, err := c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err != nil || in.Container.State == nil {
+			return 0, fmt.Errorf("inspecting the container: %v", err)
+		}
+		return in.Container.State.Pid, nil
+	}, stream.ended)
+	if err != nil {
+		if ctx.Err() != nil {
+			stream.Close()
+			_ = remove(context.WithoutCancel(ctx))
+			return nil, ctx.Err()
+		}
+		fmt.Fprintf(os.Stderr, "%s: no side stream (%v): calls cross the attached stream\n", name, err)
+		return sess, nil
+	}
+	// The attached stream is now the lifeline alone: what the agent
+	// writes there is read and dropped (its stderr still reaches the
+	// log), and closing it ends the agent.
+	go func() { _, _ = io.Copy(io.Discard, stream) }()
+	sess.Stream = conn
+	sess.Cleanup = func(ctx context.Context) error {
+		stream.Close()
+		return remove(ctx)
+	}
+	return sess, nil
+}
+
+// sideFor is a side stream's socket for a container of engine c, or nil
+// where none can be made: the engine is on another machine (it is not
+// reached by a unix socket), or this system has none.
+func sideFor(c *client.Client) *sideListener {
+	if !sideStreams || !strings.HasPrefix(c.DaemonHost(), "unix://") {
+		return nil
+	}
+	side, err := listenSide()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "container: no side stream (%v): calls cross the attached stream\n", err)
+		return nil
+	}
+	return side
 }
 
 // removeContainer removes container id, or sees it gone (its AutoRemove
@@ -294,18 +359,22 @@ type attachStream struct {
 	h      client.HijackedResponse
 	out    *io.PipeReader
 	closed sync.Once
+	// ended is closed once the engine's stream has ended.
+	ended chan struct{}
 }
 
 func newAttachStream(h client.HijackedResponse, name string) *attachStream {
 	r, w := io.Pipe()
+	a := &attachStream{h: h, out: r, ended: make(chan struct{})}
 	go func() {
 		_, err := stdcopy.StdCopy(w, prefixed{name}, h.Reader)
+		close(a.ended)
 		if err == nil {
 			err = io.EOF
 		}
 		w.CloseWithError(err)
 	}()
-	return &attachStream{h: h, out: r}
+	return a
 }
 
 func (a *attachStream) Read(p []byte) (int, error)  { return a.out.Read(p) }

@@ -2,3 +2,6 @@ package container
 
 // PluginLabel is this process's label on the containers it makes.
 var PluginLabel = pluginLabel
+
+// SideStreamsOpened counts the side streams this process opened.
+var SideStreamsOpened = &sideStreamsOpened

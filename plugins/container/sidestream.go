@@ -1,0 +1,155 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// The side stream: an engine's attached stdio carries at most about
+// 100 MiB/s here (dockerd and conmon copy every byte through their own
+// buffers), less once gRPC's frames and a read's round trip are added. So
+// the agent, started with --dial, also connects to a unix socket of this
+// plugin's, bind-mounted read-only into the container, and every call
+// crosses that connection; the attached stream stays the lifeline (its
+// end still ends the agent, and everything it runs).
+//
+// Who may connect: the socket is in a directory of this plugin's, under
+// a 0700 one of the temporary directory, and read-only in the container
+// (nothing there can put another socket in its place). One connection is
+// taken, before any command has run, and only from the container's agent
+// (the peer's credentials, from the kernel, name the container's init or
+// its child); then the socket is removed, and nothing else can connect.
+// Where no side stream can be made (an engine on another machine, a
+// connection that never comes), calls cross the attached stream.
+
+// sideInContainer is where the socket's directory is mounted.
+const sideInContainer = "/.dsh/run"
+
+// sideSocketName is the socket's name in that directory.
+const sideSocketName = "agent"
+
+// sideWait bounds the wait for the agent's connection, once the
+// container has started.
+const sideWait = 5 * time.Second
+
+// sidePrefix begins the name of a side stream's temporary directory; the
+// plugin's label follows, so that a sweep can tell a dead plugin's.
+const sidePrefix = "dsh-side-"
+
+// sideListener is the socket the agent connects to.
+type sideListener struct {
+	parent string // the private temporary directory
+	dir    string // the one mounted into the container
+	l      *net.UnixListener
+}
+
+// listenSide makes the socket, in a new temporary directory.
+func listenSide() (*sideListener, error) {
+	parent, err := os.MkdirTemp("", sidePrefix+strings.ReplaceAll(pluginLabel(), "@", "-")+"-")
+	if err != nil {
+		return nil, err
+	}
+	s := &sideListener{parent: parent, dir: filepath.Join(parent, "r")}
+	if err := s.listen(); err != nil {
+		os.RemoveAll(parent)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *sideListener) listen() error {
+	// Searchable and the socket writable by every user: the container's
+	// user is not this plugin's, and the parent keeps this machine's
+	// other users out.
+	if err := os.Mkdir(s.dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(s.dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(s.dir, sideSocketName)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		l.Close()
+		return err
+	}
+	s.l = l
+	return nil
+}
+
+// bind is the bind mount that puts the socket's directory in the
+// container, read-only.
+func (s *sideListener) bind() string { return s.dir + ":" + sideInContainer + ":ro" }
+
+// agentArgs are the agent's arguments that have it connect.
+func (s *sideListener) agentArgs() []string {
+	return []string{"--dial", sideInContainer + "/" + sideSocketName}
+}
+
+// accept takes the agent's connection: the first one, within sideWait,
+// from the process initPid names (the container's init) or its child.
+// ended is closed when the agent's attached stream ends (the agent, or
+// the container, is gone: no connection will come). It closes the
+// listener and removes its directories, whatever it returns.
+func (s *sideListener) accept(ctx context.Context, initPid func(context.Context) (int, error), ended <-chan struct{}) (net.Conn, error) {
+	defer s.close()
+	_ = s.l.SetDeadline(time.Now().Add(sideWait))
+	type accepted struct {
+		c   *net.UnixConn
+		err error
+	}
+	got := make(chan accepted, 1)
+	go func() {
+		c, err := s.l.AcceptUnix()
+		got <- accepted{c, err}
+	}()
+	var a accepted
+	select {
+	case a = <-got:
+	case <-ended:
+		s.l.Close()
+		a = <-got
+		if a.err == nil {
+			a.c.Close()
+		}
+		return nil, errors.New("the agent's stream ended before it connected")
+	case <-ctx.Done():
+		s.l.Close()
+		if a = <-got; a.err == nil {
+			a.c.Close()
+		}
+		return nil, ctx.Err()
+	}
+	if a.err != nil {
+		return nil, fmt.Errorf("the agent did not connect: %w", a.err)
+	}
+	pid, err := initPid(ctx)
+	if err == nil {
+		err = peerIsAgent(a.c, pid)
+	}
+	if err != nil {
+		a.c.Close()
+		return nil, err
+	}
+	sideStreamsOpened.Add(1)
+	return a.c, nil
+}
+
+// sideStreamsOpened counts the side streams this process opened.
+var sideStreamsOpened atomic.Int64
+
+// close closes the listener (removing its socket) and the directories.
+func (s *sideListener) close() {
+	s.l.Close()
+	os.RemoveAll(s.parent)
+}
