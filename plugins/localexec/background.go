@@ -83,7 +83,7 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	}
 	if err == nil {
 		argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-		bp.p, err = spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv), bp.stdout, bp.stderr)
+		bp.p, err = spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv), bp.stdout, bp.stderr, true)
 	}
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.

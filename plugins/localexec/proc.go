@@ -46,8 +46,9 @@ type proc struct {
 
 // spawn starts argv in workdir with env through launcher, in a new
 // process group, tagged for r, feeding stdin once and sending output to
-// stdout and stderr.
-func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer) (*proc, error) {
+// stdout and stderr. A background process's stdout pipe is made larger
+// (growPipe): its output is read in bulk, not line by line.
+func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer, background bool) (*proc, error) {
 	tag := r.newTag()
 	l := Launch{Argv: argv, Dir: spec.Workdir, Env: append(env, ExecIDVar+"="+tag)}
 	p := &proc{tag: tag, reaper: r, grace: spec.KillGrace()}
@@ -65,6 +66,9 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 			return nil, fmt.Errorf("localexec: output pipe: %w", err)
 		}
 		p.pipes = append(p.pipes, r)
+		if background && i == 0 {
+			growPipe(r)
+		}
 		closeOnStart = append(closeOnStart, wr)
 		l.Files[1+i] = wr
 	}
