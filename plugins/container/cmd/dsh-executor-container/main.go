@@ -10,5 +10,6 @@ import (
 )
 
 func main() {
+	pluginapi.SetOutputGC() // it forwards output from a container
 	pluginapi.Serve(container.New())
 }

@@ -9,5 +9,6 @@ import (
 )
 
 func main() {
+	pluginapi.SetOutputGC() // it forwards output from another machine
 	pluginapi.Serve(ssh.New())
 }
