@@ -60,6 +60,7 @@ func run() int {
 		return 1
 	}
 	localexec.ClaimAllChildren() // the executor is alone in this process
+	pluginapi.SetOutputGC()      // output crosses it first
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	impl := bashlocal.New()
