@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -40,6 +41,13 @@ func recoverLines(format string, from, to int) string {
 // It returns once the job has settled, its process and the old plugin gone.
 func crashedJob(t *testing.T, readFirst bool, afterKill func(*host.Runtime, host.JobID)) (r *host.Runtime, id host.JobID, spillDir string) {
 	t.Helper()
+	return crashedJobCapped(t, recoverCap, readFirst, afterKill)
+}
+
+// crashedJobCapped is crashedJob with the job's reads capped at readCap
+// bytes a stream (readFirst needs recoverCap).
+func crashedJobCapped(t *testing.T, readCap int64, readFirst bool, afterKill func(*host.Runtime, host.JobID)) (r *host.Runtime, id host.JobID, spillDir string) {
+	t.Helper()
 	spillDir, work := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -57,7 +65,7 @@ while [ ! -e go ]; do sleep 0.02; done
 for i in $(seq 151 600); do printf '%[1]s' $i; printf '%[2]s' $i >&2; done
 exec sleep 1000`, recoverOutLine, recoverErrLine)
 	job, err := r.Jobs().Start(ctx, "alice", pluginapi.ExecRequest{
-		Command: script, Workdir: work, StdoutMaxBytes: recoverCap, StderrMaxBytes: recoverCap,
+		Command: script, Workdir: work, StdoutMaxBytes: readCap, StderrMaxBytes: readCap,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -281,6 +289,11 @@ func TestARecoveredSpillThatEndsInsideACharacterIsReadToItsEnd(t *testing.T) {
 		}
 		o, _, _ := strings.Cut(d.Delta, pluginapi.StderrSectionHeader)
 		out.WriteString(o)
+		if info.Note != "" {
+			// Stderr's spill file ends where the reads did: nothing of it
+			// is lost.
+			t.Errorf("read %d noted %q; nothing was lost", reads, info.Note)
+		}
 		if !info.Unread {
 			break
 		}
@@ -293,3 +306,48 @@ func TestARecoveredSpillThatEndsInsideACharacterIsReadToItsEnd(t *testing.T) {
 
 // tail is the last few bytes of s, for a message.
 func tail(s string) string { return s[max(0, len(s)-12):] }
+
+// Recovered reads capped inside a character never end inside it while the
+// stream goes on: here no read had been made, and a cap of 1,009 bytes
+// falls on the second byte of an é (lines are 20 bytes long); the bytes
+// of the character cut short wait for the next read, and the reads
+// together are the stream, whole. (Stderr's spill file is emptied: a
+// read's stdout then has no newline put before a stderr section.)
+func TestRecoveredReadsNeverSplitACharacter(t *testing.T) {
+	const readCap = 1009
+	r, id, dir := crashedJobCapped(t, readCap, false, nil)
+	errs, _ := filepath.Glob(filepath.Join(dir, "*.stderr"))
+	if len(errs) != 1 {
+		t.Fatalf("spill files %v", errs)
+	}
+	if err := os.Truncate(errs[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	for reads := 0; ; reads++ {
+		if reads == 100 {
+			t.Fatalf("still unread after 100 reads (%d and %d bytes read)", out.Len(), errOut.Len())
+		}
+		d, info, err := r.Jobs().Output(context.Background(), "alice", id)
+		if err != nil {
+			t.Fatalf("read %d: %v", reads, err)
+		}
+		o, e, _ := strings.Cut(d.Delta, pluginapi.StderrSectionHeader)
+		for name, part := range map[string]string{"stdout": o, "stderr": e} {
+			if len(part) > readCap || !utf8.ValidString(part) {
+				t.Fatalf("read %d: %d bytes of %s, valid UTF-8 %v; want at most %d, whole characters", reads, len(part), name, utf8.ValidString(part), readCap)
+			}
+		}
+		out.WriteString(o)
+		errOut.WriteString(e)
+		if !info.Unread {
+			break
+		}
+	}
+	if want := recoverLines(recoverOutLine, 1, 600); out.String() != want {
+		t.Errorf("recovered %d bytes of stdout ending %q, want %d ending %q", out.Len(), tail(out.String()), len(want), tail(want))
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("recovered %d bytes of stderr from an empty spill file", errOut.Len())
+	}
+}
