@@ -3,9 +3,7 @@ package container
 import (
 	"fmt"
 	"net"
-	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,18 +42,10 @@ func peerIsAgent(c *net.UnixConn, pid int) error {
 
 // parentOf is a process's parent, from /proc; 0 when it cannot be read.
 func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := procStat(pid)
 	if len(f) < 2 {
 		return 0
 	}
-	ppid, _ := strconv.Atoi(f[1])
+	ppid, _ := strconv.Atoi(f[1]) // field 4 of stat: ppid
 	return ppid
 }

@@ -30,19 +30,25 @@ func pluginLabel() string {
 // startTime is a process's start time in clock ticks since boot, from
 // /proc; "" when it cannot be read (the process is gone).
 func startTime(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := procStat(pid)
 	if len(f) < 20 {
 		return ""
 	}
 	return f[19] // field 22 of stat: starttime
+}
+
+// procStat is a process's /proc stat past its name (field 3 on), or nil
+// when it cannot be read.
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }
 
 // alive says whether the plugin a label names still runs.
