@@ -63,3 +63,37 @@ func TestKillTaggedKillsTheGroupsItsTaggedLeadersLead(t *testing.T) {
 		}
 	}
 }
+
+// alive is true of a running process, and false of a zombie and of a pid
+// that names nothing: a process killTagged killed counts as gone once it
+// is a zombie (its parent reaps it), not before.
+func TestAliveTellsTheLivingFromZombies(t *testing.T) {
+	if !alive(os.Getpid()) {
+		t.Error("alive(this process) is false")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	// Unwaited, it stays a zombie once it exits.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(stat), ") Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("true (pid %d) is no zombie after 10s: %s", pid, stat)
+		}
+	}
+	if alive(pid) {
+		t.Errorf("alive(a zombie) is true")
+	}
+	_ = cmd.Wait()
+	if alive(pid) {
+		t.Errorf("alive(a reaped pid) is true")
+	}
+}
