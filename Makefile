@@ -66,7 +66,7 @@ stress: build
 # ONLY=PKG takes one of them (host, plugins/localexec, ...).
 ONLY ?=
 mutate: $(TOOLS)/gremlins
-	$(GO) run ./integration/mutate -gremlins $(TOOLS)/gremlins $(if $(ONLY),-only $(ONLY))
+	$(GO) run ./integration/mutate -gremlins $(TOOLS)/gremlins $(if $(ONLY),-only $(ONLY)) $(if $(FILES),-files '$(FILES)')
 
 $(TOOLS)/gremlins:
 	GOBIN=$(TOOLS) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)

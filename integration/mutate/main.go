@@ -11,10 +11,13 @@
 // of them, not of the whole module. CI=true is set: a test that would skip
 // for want of something fails instead, so a mutant cannot live by a skip.
 //
-//	go run ./integration/mutate -gremlins .tools/gremlins [-only PKG] [-workers N]
+//	go run ./integration/mutate -gremlins .tools/gremlins [-only PKG] [-files REGEXP] [-workers N]
 //
-// It is slow (tens of minutes on two cores): run it after changing a
-// package's tests or the code they hold, not on every change.
+// It is slow (tens of minutes on two cores, hours for host and localexec):
+// run it after changing a package's tests or the code they hold, not on
+// every change. -files mutates only the files (of PKG's directory) whose
+// name matches, so that a package's run can be split across sittings; the
+// efficacy it prints is then that of those files alone.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 )
@@ -96,14 +100,27 @@ func main() {
 	gremlins := flag.String("gremlins", ".tools/gremlins", "the gremlins binary")
 	only := flag.String("only", "", "mutate only this package (a directory from the module root)")
 	workers := flag.Int("workers", max(runtime.NumCPU()/2, 1), "mutants tested at once")
+	files := flag.String("files", "", "mutate only the files whose name matches this regexp (with -only)")
 	flag.Parse()
-	if err := run(*gremlins, *only, *workers); err != nil {
+	var include *regexp.Regexp
+	if *files != "" {
+		var err error
+		if include, err = regexp.Compile(*files); err != nil {
+			fmt.Fprintln(os.Stderr, "mutate: -files:", err)
+			os.Exit(2)
+		}
+		if *only == "" {
+			fmt.Fprintln(os.Stderr, "mutate: -files needs -only PKG")
+			os.Exit(2)
+		}
+	}
+	if err := run(*gremlins, *only, include, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(gremlins, only string, workers int) error {
+func run(gremlins, only string, include *regexp.Regexp, workers int) error {
 	bin, err := filepath.Abs(gremlins)
 	if err != nil {
 		return err
@@ -140,6 +157,15 @@ func run(gremlins, only string, workers int) error {
 		if t.exclude != "" {
 			args = append(args, "--exclude-files", t.exclude)
 		}
+		if include != nil {
+			others, err := otherFiles(t.pkg, include)
+			if err != nil {
+				return err
+			}
+			for _, name := range others {
+				args = append(args, "--exclude-files", "^"+regexp.QuoteMeta(name)+"$")
+			}
+		}
 		cmd := exec.Command(bin, append(args, "./"+t.pkg)...)
 		cmd.Env = append(os.Environ(),
 			"PATH="+stand+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -166,6 +192,32 @@ func run(gremlins, only string, workers int) error {
 		return fmt.Errorf("%d of %d packages below %.0f%% efficacy", missed, ran, minEfficacy)
 	}
 	return nil
+}
+
+// otherFiles are the Go files of pkg's directory (tests aside) whose name
+// include does not match.
+func otherFiles(pkg string, include *regexp.Regexp) ([]string, error) {
+	entries, err := os.ReadDir(pkg)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	matched := 0
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		if include.MatchString(name) {
+			matched++
+			continue
+		}
+		out = append(out, name)
+	}
+	if matched == 0 {
+		return nil, fmt.Errorf("-files %q matches no file of %s", include, pkg)
+	}
+	return out, nil
 }
 
 func readReport(path string) (report, error) {
