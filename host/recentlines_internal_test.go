@@ -24,3 +24,15 @@ func TestRecentLinesBoundIsInclusive(t *testing.T) {
 		t.Errorf("a line of %d bytes came back as %q, want its first %d bytes and a mark", maxRecentLineBytes+1, lines[1], maxRecentLineBytes)
 	}
 }
+
+// A line clipped inside a character is clipped before it: never past the
+// bound, never half a character.
+func TestRecentLinesClipBeforeACharacter(t *testing.T) {
+	r := NewRecentLines(1)
+	before := strings.Repeat("x", maxRecentLineBytes-1)
+	r.Write(pluginapi.Stdout, []byte(before+"é and more\n"))
+	lines, _ := r.Lines()
+	if len(lines) != 1 || lines[0] != before+"…" {
+		t.Errorf("a line cut inside é reads %q, want the %d bytes before it and …", lines, len(before))
+	}
+}

@@ -162,6 +162,33 @@ func TestAForegroundRunOnTheOldExecutorIsAbortedAfterTheDrainGrace(t *testing.T)
 	}
 }
 
+// A zero DrainGrace is DefaultDrainGrace: a short run in flight on the
+// old executor ends as it would have, not aborted at once.
+func TestAZeroDrainGraceIsTheDefault(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	ctx := context.Background()
+	result := make(chan pluginapi.RunResult, 1)
+	go func() {
+		res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "sleep 0.5; echo drained"}, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		result <- res
+	}()
+	time.Sleep(200 * time.Millisecond) // let it start on the first generation
+	if err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-result:
+		if res.Aborted || res.Stdout.Text != "drained\n" {
+			t.Errorf("result %+v, want the run to end by itself within the default grace", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run on the old executor never settled")
+	}
+}
+
 func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 	t.Parallel() // among the slowest: they overlap, after the others
 	if testing.Short() {
