@@ -286,6 +286,25 @@ func TestSpillDirSetting(t *testing.T) {
 	}
 }
 
+// In a configured spillDir, ReadSpill reads the spill files (dsh-*) and
+// nothing else of the caller's: another file there is refused.
+func TestReadSpillInAConfiguredSpillDir(t *testing.T) {
+	dir := t.TempDir()
+	e, _ := spillExecutor(t, `{"spillDir": "`+dir+`"}`)
+	res := runCmd(t, e, pluginapi.ExecRequest{Command: "head -c 3000 /dev/zero | tr '\\0' s", StdoutMaxBytes: 1000})
+	chunk, err := e.ReadSpill(t.Context(), res.Stdout.SpillPath, 0, 10)
+	if err != nil || string(chunk.Data) != "ssssssssss" || chunk.Size != 3000 {
+		t.Errorf("ReadSpill(the run's spill file in the spillDir) = %q (size %d), %v", chunk.Data, chunk.Size, err)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("the caller's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if chunk, err := e.ReadSpill(t.Context(), other, 0, 10); !errors.Is(err, pluginapi.ErrNotASpill) {
+		t.Errorf("ReadSpill(%s, not dsh-*) = %q, %v; want ErrNotASpill", other, chunk.Data, err)
+	}
+}
+
 // A spill that cannot be made or written leaves the run's facts intact.
 func TestSpillFailureDoesNotFailTheRun(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spill")
