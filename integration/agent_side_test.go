@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"encoding/hex"
 	"net"
 	"path/filepath"
 	"strings"
@@ -31,11 +33,14 @@ func TestAgentServesASideStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	a := startAgent(t, tag, "--dial", sock)
+	a := startAgent(t, tag, "--dial", sock, "--dial-token", sideToken)
 	l.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
 	conn, err := l.Accept()
 	if err != nil {
 		t.Fatalf("the agent did not connect: %v; stderr:\n%s", err, a.stderr.String())
+	}
+	if _, err := conn.Write(mustHex(t, sideToken)); err != nil {
+		t.Fatal(err)
 	}
 	side, err := pluginapi.DialStream(conn)
 	if err != nil {
@@ -54,9 +59,58 @@ func TestAgentServesASideStream(t *testing.T) {
 // An agent that cannot connect says so, and serves its stdio alone.
 func TestAgentWithoutItsSideStreamServesStdio(t *testing.T) {
 	tag := scenario(t)
-	a := startAgent(t, tag, "--dial", filepath.Join(t.TempDir(), "nothing-listens"))
+	a := startAgent(t, tag, "--dial", filepath.Join(t.TempDir(), "nothing-listens"), "--dial-token", sideToken)
 	echoOver(t, a.x, "stdio")
 	if !strings.Contains(a.stderr.String(), "no side stream") {
 		t.Errorf("the agent's stderr does not say it has no side stream: %q", a.stderr.String())
+	}
+}
+
+// sideToken is the token the side stream's tests give the agent.
+const sideToken = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A listener that does not send the token first (a process that put its
+// own socket at the agent's path) is never served: the agent closes that
+// connection and serves its stdio alone.
+func TestAgentServesNoListenerWithoutItsToken(t *testing.T) {
+	tag := scenario(t)
+	sock := filepath.Join(t.TempDir(), "impostor")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a := startAgent(t, tag, "--dial", sock, "--dial-token", sideToken)
+	l.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatalf("the agent did not connect: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(mustHex(t, strings.Repeat("ff", 32))); err != nil {
+		t.Fatal(err)
+	}
+	impostor, err := pluginapi.DialStream(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer impostor.CloseStream()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if res, err := pluginapi.RunRequest(ctx, impostor, pluginapi.ExecRequest{Command: "echo served"}, nil); err == nil {
+		t.Fatalf("the agent served a listener with the wrong token: %q", res.Stdout.Text)
+	}
+	echoOver(t, a.x, "stdio")
+	if !strings.Contains(a.stderr.String(), "did not send the token") {
+		t.Errorf("the agent's stderr does not say the listener sent no token: %q", a.stderr.String())
 	}
 }

@@ -8,13 +8,17 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
@@ -31,9 +35,10 @@ func run() int {
 	fs.SetOutput(os.Stderr)
 	stdio := fs.Bool("stdio", false, "serve the executor on stdin and stdout (the only mode)")
 	dial := fs.String("dial", "", "also connect to the unix socket at this path and serve calls there too (a faster path than stdio, which stays the lifeline)")
+	dialToken := fs.String("dial-token", "", "the secret the socket's listener must send first (hex), before any call is served there")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio [--dial SOCKET]\n\n"+
+		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio [--dial SOCKET --dial-token HEX]\n\n"+
 			"Serves the bash-local executor, over gRPC, on its stdin and stdout. An executor whose\n"+
 			"commands run in a container or on another machine starts it there; it is not run by hand.\n"+
 			"It exits, killing every command it started, when its stdin closes. With --dial it also\n"+
@@ -65,7 +70,7 @@ func run() int {
 	defer stop()
 	impl := bashlocal.New()
 	if *dial != "" {
-		serveSide(ctx, impl, *dial)
+		serveSide(ctx, impl, *dial, *dialToken)
 	}
 	err = pluginapi.ServeStream(ctx, impl, stream)
 	switch {
@@ -83,14 +88,32 @@ func run() int {
 }
 
 // serveSide connects to the executor's socket at path and serves impl over
-// that connection too, until it ends or ctx is done. A failed connection
+// that connection too, until it ends or ctx is done, once the listener has
+// sent token first (proving it is the executor that started this agent,
+// not a process that put a socket of its own at path). A failed connection
 // is said on stderr (the executor's log) and leaves stdio alone to carry
 // the calls: the executor, seeing no connection, uses it.
-func serveSide(ctx context.Context, impl pluginapi.ShellExecutor, path string) {
+func serveSide(ctx context.Context, impl pluginapi.ShellExecutor, path, token string) {
+	want, err := hex.DecodeString(token)
+	if err != nil || len(want) < 16 {
+		fmt.Fprintln(os.Stderr, "dsh-agent: no side stream, calls cross stdio: --dial needs --dial-token, 16 bytes or more in hex")
+		return
+	}
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dsh-agent: no side stream, calls cross stdio: %v\n", err)
 		return
 	}
+	got := make([]byte, len(want))
+	_ = conn.SetReadDeadline(time.Now().Add(sideTokenWait))
+	if _, err := io.ReadFull(conn, got); err != nil || subtle.ConstantTimeCompare(got, want) != 1 {
+		conn.Close()
+		fmt.Fprintln(os.Stderr, "dsh-agent: no side stream, calls cross stdio: the socket's listener did not send the token")
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
 	go func() { _ = pluginapi.ServeSideStream(ctx, impl, conn) }()
 }
+
+// sideTokenWait bounds the wait for the listener's token.
+const sideTokenWait = 10 * time.Second

@@ -2,6 +2,8 @@ package container
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -20,7 +22,11 @@ import (
 // crosses that connection; the attached stream stays the lifeline (its
 // end still ends the agent, and everything it runs).
 //
-// Who may connect: the socket is in a directory of this plugin's, under
+// Who may connect, and to whom: the agent gets a random token in its
+// arguments, and serves the connection only once the plugin has sent it
+// (another process listening at the agent's path, say a command of
+// another container that can see this machine's temporary directory,
+// cannot). The socket is in a directory of this plugin's, under
 // a 0700 one of the temporary directory, and read-only in the container
 // (nothing there can put another socket in its place). One connection is
 // taken, before any command has run, and only from the container's agent
@@ -45,6 +51,7 @@ const sidePrefix = "dsh-side-"
 
 // sideListener is the socket the agent connects to.
 type sideListener struct {
+	token  []byte // what the plugin sends first: the agent serves nothing else
 	parent string // the private temporary directory
 	dir    string // the one mounted into the container
 	l      *net.UnixListener
@@ -56,7 +63,11 @@ func listenSide() (*sideListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sideListener{parent: parent, dir: filepath.Join(parent, "r")}
+	s := &sideListener{parent: parent, dir: filepath.Join(parent, "r"), token: make([]byte, 32)}
+	if _, err := rand.Read(s.token); err != nil {
+		os.RemoveAll(parent)
+		return nil, err
+	}
 	if err := s.listen(); err != nil {
 		os.RemoveAll(parent)
 		return nil, err
@@ -93,7 +104,7 @@ func (s *sideListener) bind() string { return s.dir + ":" + sideInContainer + ":
 
 // agentArgs are the agent's arguments that have it connect.
 func (s *sideListener) agentArgs() []string {
-	return []string{"--dial", sideInContainer + "/" + sideSocketName}
+	return []string{"--dial", sideInContainer + "/" + sideSocketName, "--dial-token", hex.EncodeToString(s.token)}
 }
 
 // accept takes the agent's connection: the first one, within sideWait,
@@ -136,6 +147,11 @@ func (s *sideListener) accept(ctx context.Context, initPid func(context.Context)
 	pid, err := initPid(ctx)
 	if err == nil {
 		err = peerIsAgent(a.c, pid)
+	}
+	if err == nil {
+		// The agent serves this connection once it has the token: a
+		// socket some other process put at the agent's path gets none.
+		_, err = a.c.Write(s.token)
 	}
 	if err != nil {
 		a.c.Close()
