@@ -31,6 +31,19 @@ func Launch(t testing.TB, cmd *exec.Cmd) pluginapi.ShellExecutor {
 // that kills the plugin itself.
 func LaunchPID(t testing.TB, cmd *exec.Cmd) (pluginapi.ShellExecutor, int) {
 	t.Helper()
+	// go-plugin puts the plugin's socket in os.TempDir unless told where;
+	// a plugin that is killed (as a test that kills it does) leaves it
+	// there. A directory of the test's own, removed at the end, keeps
+	// nothing behind. (Not t.TempDir: a socket path is short.)
+	sockDir, err := os.MkdirTemp("", "dsh-test-sock-")
+	if err != nil {
+		t.Fatalf("a socket directory for the plugin: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockDir)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +98,37 @@ func TestLaunchStopsItsPluginWhenTheTestEnds(t *testing.T) {
 	if alive(pluginPID) {
 		_ = syscallKill(pluginPID)
 		t.Errorf("the plugin process %d outlived the test that launched it", pluginPID)
+	}
+}
+
+// A plugin killed under Launch (as the container and SSH kill tests do)
+// leaves no socket behind: go-plugin would put it in os.TempDir.
+func TestLaunchLeavesNoSocketOfAKilledPlugin(t *testing.T) {
+	var sockDir string
+	t.Run("launch and kill", func(t *testing.T) {
+		_, pid := pluginapitest.LaunchPID(t, pluginCmd())
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if v, ok := strings.CutPrefix(kv, plugin.EnvUnixSocketDir+"="); ok {
+				sockDir = v
+			}
+		}
+		if sockDir == "" {
+			t.Fatal("the plugin was given no socket directory: its socket goes to os.TempDir and outlives a kill")
+		}
+		if entries, err := os.ReadDir(sockDir); err != nil || len(entries) == 0 {
+			t.Fatalf("the plugin's socket is not in %s: %v %v", sockDir, entries, err)
+		}
+		_ = syscallKill(pid)
+	})
+	if sockDir == "" {
+		return
+	}
+	if _, err := os.Stat(sockDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the socket directory %s of a killed plugin outlived the test: %v", sockDir, err)
 	}
 }
 
@@ -261,10 +294,17 @@ func TestBrokenUnderTheSuite(t *testing.T) {
 	case "forgetful":
 		// The plugin is launched and never killed.
 		pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+			cmd := pluginCmd()
+			sockDir, err := os.MkdirTemp("", "dsh-test-sock-") // not in os.TempDir itself
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+			cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockDir)
 			client := plugin.NewClient(&plugin.ClientConfig{
 				HandshakeConfig:  pluginapi.Handshake,
 				VersionedPlugins: pluginapi.PluginSets(),
-				Cmd:              pluginCmd(),
+				Cmd:              cmd,
 				AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 				Logger:           hclog.NewNullLogger(),
 			})
