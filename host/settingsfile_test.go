@@ -87,3 +87,29 @@ func TestSettingsFileNamesSeveralExecutors(t *testing.T) {
 		t.Errorf("executors %q", f.Host.Executor)
 	}
 }
+
+func TestSettingsFileTakesEveryPinAndAnEmptySection(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("B", 64)
+	path := writeSettings(t, "shell:\nhost:\n  checksums:\n    one: "+a+"\n    two: "+b+"\n")
+	f, err := host.LoadSettingsFile(path)
+	if err != nil {
+		t.Fatalf("an empty section and two good pins refused: %v", err)
+	}
+	if f.Host.Checksums["one"] != a || f.Host.Checksums["two"] != b || len(f.Host.Checksums) != 2 {
+		t.Errorf("pins %v", f.Host.Checksums)
+	}
+	if got := f.ChecksumOrigin("two"); got != path+":5" {
+		t.Errorf("the second pin's origin %q, want %s:5", got, path)
+	}
+	if raw, err := f.Section("shell", bashLocalSchema(t)); err != nil || raw != nil {
+		t.Errorf("an empty shell section: %s, %v; want nothing, no error", raw, err)
+	}
+}
+
+func TestSettingsFileRefusesADuplicateInsideAList(t *testing.T) {
+	path := writeSettings(t, "host:\n  executor:\n    - bash-local\n    - {name: a, name: b}\n")
+	_, err := host.LoadSettingsFile(path)
+	if !errors.Is(err, host.ErrSettings) || !strings.Contains(err.Error(), ":4: host.executor.name: duplicate (first at line 4)") {
+		t.Errorf("error %v, want the duplicate name inside the list's item", err)
+	}
+}

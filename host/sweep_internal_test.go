@@ -22,6 +22,8 @@ func TestSweepRemovesWhatDeadHostsLeft(t *testing.T) {
 	dirs := map[string]string{ // name: what its owner file says ("-": none)
 		"dsh-host-dead":     strconv.Itoa(exited.Process.Pid) + " 12345",
 		"dsh-spill-reused":  strconv.Itoa(os.Getpid()) + " 1", // this pid, another start
+		"dsh-spill-reused0": strconv.Itoa(os.Getpid()) + " 0", // another start: no field of stat but the 22nd is it
+		"dsh-host-pidzero":  "0 5",                            // no process to ask: taken for alive
 		"dsh-host-alive":    processIdentity(os.Getpid()),
 		"dsh-spill-noowner": "-",
 		"dsh-host-garbled":  "not an owner",
@@ -45,12 +47,12 @@ func TestSweepRemovesWhatDeadHostsLeft(t *testing.T) {
 	for name := range dirs {
 		_, err := os.Stat(filepath.Join(tmp, name))
 		gone := os.IsNotExist(err)
-		want := name == "dsh-host-dead" || name == "dsh-spill-reused"
+		want := name == "dsh-host-dead" || name == "dsh-spill-reused" || name == "dsh-spill-reused0"
 		if gone != want {
 			t.Errorf("%s: removed %v, want %v", name, gone, want)
 		}
 	}
-	if len(removed) != 2 || !slices.Contains(removed, filepath.Join(tmp, "dsh-host-dead")) {
+	if len(removed) != 3 || !slices.Contains(removed, filepath.Join(tmp, "dsh-host-dead")) {
 		t.Errorf("sweep reported %v", removed)
 	}
 }
