@@ -391,6 +391,9 @@ func (r *Runtime) checkHealth(g *generation) {
 			return // watch takes it from here
 		}
 		if misses++; misses < healthMisses {
+			if r.opts.Logger != nil {
+				r.opts.Logger.Debug("executor plugin missed a health check", "generation", g.n, "misses", misses, "error", err)
+			}
 			continue
 		}
 		select {

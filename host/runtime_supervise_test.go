@@ -1,0 +1,218 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
+)
+
+// logBuffer is an hclog output that tests read while the runtime writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the log holds text, or fails after what.
+func (b *logBuffer) waitFor(t *testing.T, text, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(b.String(), text); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log after %s:\n%s", text, what, b.String())
+		}
+	}
+}
+
+// loggedRuntime starts a runtime over the plugin binary at path, logging
+// at debug level into the returned buffer; opts may set the health check.
+func loggedRuntime(t *testing.T, path string, opts host.RuntimeOptions) (*host.Runtime, *logBuffer) {
+	t.Helper()
+	log := &logBuffer{}
+	opts.Options = host.Options{
+		Executor: host.Executor{Name: "bash-local", Path: path},
+		Logger:   hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Debug}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := host.StartRuntime(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r, log
+}
+
+// brokenPlugin atomically replaces the binary at path with a script that
+// counts its starts in the returned file and exits at once.
+func brokenPlugin(t *testing.T, path string) (starts string) {
+	t.Helper()
+	starts = filepath.Join(filepath.Dir(path), "starts")
+	next := path + ".next"
+	if err := os.WriteFile(next, []byte("#!/bin/sh\necho x >> "+starts+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, path); err != nil {
+		t.Fatal(err)
+	}
+	return starts
+}
+
+// A reload that fails, after the watched binary changed or on a signal, is
+// logged as an error, and the old plugin keeps serving; a change to
+// another file beside the binary reloads nothing.
+func TestAFailedReloadIsLoggedAndTheOldPluginServes(t *testing.T) {
+	dir := t.TempDir()
+	bin, _ := copyPlugin(t, dir)
+	r, log := loggedRuntime(t, bin, host.RuntimeOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Go(func() {
+		if err := r.WatchBinary(ctx, bin, 50*time.Millisecond); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Go(func() { r.ReloadOnSignal(ctx, syscall.SIGUSR2) })
+	time.Sleep(200 * time.Millisecond) // the watch and the handler are set up
+
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // ten debounces
+	if gen, _ := r.Generation(); gen != 1 {
+		t.Errorf("a file beside the binary changed, and the runtime reloaded (generation %d)", gen)
+	}
+
+	brokenPlugin(t, bin)
+	log.waitFor(t, "reloading after the executor binary changed", "the watched binary was broken")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "reload on signal", "a reload on SIGUSR2 onto a broken binary")
+	if gen, _ := r.Generation(); gen != 1 {
+		t.Errorf("generation %d after reloads that failed, want 1", gen)
+	}
+	if got := runOut(t, r, "echo still"); got != "still\n" {
+		t.Errorf("the old plugin answered %q", got)
+	}
+}
+
+// A plugin that cannot be started again after it died is retried, backing
+// off (not in a tight loop), and serves again once its binary is mended.
+func TestRestartBacksOffWhileTheBinaryFailsAndRecovers(t *testing.T) {
+	dir := t.TempDir()
+	bin, data := copyPlugin(t, dir)
+	r, _ := loggedRuntime(t, bin, host.RuntimeOptions{})
+	_, pid := r.Generation()
+	starts := brokenPlugin(t, bin)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, pid)
+	time.Sleep(2 * time.Second)
+	b, _ := os.ReadFile(starts)
+	// Backing off from 100 ms, doubling: about 5 tries in 2 s.
+	if n := strings.Count(string(b), "x"); n < 2 || n > 10 {
+		t.Errorf("%d starts of the broken binary in 2 s, want a few (retried, backing off)", n)
+	}
+	next := bin + ".next"
+	if err := os.WriteFile(next, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, bin); err != nil {
+		t.Fatal(err)
+	}
+	waitGeneration(t, r, 2, "the binary was mended")
+	if got := runOut(t, r, "echo back"); got != "back\n" {
+		t.Errorf("after the restart: %q", got)
+	}
+}
+
+// One missed health check is forgiven: the plugin is not replaced unless
+// it misses two in a row. A default timeout (a zero HealthTimeout) is not
+// a zero one.
+func TestOneMissedHealthCheckIsForgiven(t *testing.T) {
+	r, log := loggedRuntime(t, pluginBin, host.RuntimeOptions{HealthInterval: time.Second, HealthTimeout: 200 * time.Millisecond})
+	_, pid := r.Generation()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "missed a health check", "the plugin was stopped")
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // two more checks
+	if gen, now := r.Generation(); gen != 1 || now != pid {
+		t.Errorf("one missed check replaced the plugin (generation %d, pid %d, was %d):\n%s", gen, now, pid, log.String())
+	}
+
+	r2, log2 := loggedRuntime(t, pluginBin, host.RuntimeOptions{HealthInterval: 100 * time.Millisecond})
+	time.Sleep(time.Second) // ten checks, each given the default timeout
+	if gen, _ := r2.Generation(); gen != 1 || strings.Contains(log2.String(), "health check") {
+		t.Errorf("a zero HealthTimeout failed the checks (generation %d):\n%s", gen, log2.String())
+	}
+}
+
+// A run's live output reaches the caller through the runtime's shell as
+// it is written (here the command waits for the caller to have read its
+// first line), and the runtime's own spill directory goes on Close.
+func TestRuntimeShellStreamsAndRemovesItsSpillDirectory(t *testing.T) {
+	r, _ := loggedRuntime(t, pluginBin, host.RuntimeOptions{})
+	ctx := context.Background()
+	seen := filepath.Join(t.TempDir(), "seen")
+	live, ok := r.Shell().(pluginapi.LiveRunner)
+	if !ok {
+		t.Fatal("the runtime's shell reports no live output")
+	}
+	spec, err := r.Shell().Resolve(ctx, pluginapi.ExecRequest{
+		Command:   "echo early; until [ -e " + seen + " ]; do sleep 0.01; done; head -c 100000 /dev/zero",
+		TimeoutMs: 10000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	res, err := live.RunLive(ctx, spec, func(_ pluginapi.Stream, b []byte) {
+		if bytes.Contains(b, []byte("early")) {
+			once.Do(func() { _ = os.WriteFile(seen, nil, 0o644) })
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TimedOut {
+		t.Fatal("the command's first line did not reach the caller while it ran")
+	}
+	spill := res.Stdout.SpillPath
+	if spill == "" {
+		t.Fatal("100,000 bytes of output were not spilled")
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(spill)); !os.IsNotExist(err) {
+		t.Errorf("the runtime's spill directory %s outlived Close: %v", filepath.Dir(spill), err)
+	}
+}
