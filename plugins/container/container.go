@@ -12,6 +12,7 @@
 package container
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -196,19 +197,10 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		SecurityOpt: []string{"no-new-privileges"},
 	}
 	lay.apply(cfg, host, s.NetworkName)
-	side := sideFor(c)
-	if side != nil {
-		host.Binds = append(host.Binds, side.bind())
-		cfg.Cmd = append(cfg.Cmd, side.agentArgs()...)
-	}
-	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	id, side, err := createContainer(ctx, c, cfg, host, sideFor(c))
 	if err != nil {
-		if side != nil {
-			side.close()
-		}
 		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
 	}
-	id := created.ID
 	remove := func(ctx context.Context) error {
 		defer c.Close()
 		return removeContainer(ctx, c, id)
@@ -245,7 +237,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 			return 0, fmt.Errorf("inspecting the container: %v", err)
 		}
 		return in.Container.State.Pid, nil
-	}, stream.ended)
+	}, stream.noSide)
 	if err != nil {
 		if ctx.Err() != nil {
 			stream.Close()
@@ -265,6 +257,39 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		return remove(ctx)
 	}
 	return sess, nil
+}
+
+// createContainer creates the container cfg and host describe, with
+// side's socket mounted and the agent told to connect to it when side is
+// not nil. An engine that refuses that mount (one in a VM that does not
+// share this machine's temporary directory) is asked again without it,
+// and calls cross the attached stream. It returns the container's id and
+// the side stream in use (nil when none is).
+func createContainer(ctx context.Context, c *client.Client, cfg *ctr.Config, host *ctr.HostConfig, side *sideListener) (string, *sideListener, error) {
+	if side != nil {
+		withSide, hostWithSide := *cfg, *host
+		withSide.Cmd = append(slices.Clip(cfg.Cmd), side.agentArgs()...)
+		hostWithSide.Binds = append(slices.Clip(host.Binds), side.bind())
+		created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &withSide, HostConfig: &hostWithSide})
+		if err == nil {
+			return created.ID, side, nil
+		}
+		side.close()
+		if ctx.Err() != nil {
+			return "", nil, err
+		}
+		created, again := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+		if again != nil {
+			return "", nil, again // not the mount's fault: the error without it
+		}
+		fmt.Fprintf(os.Stderr, "container %s: the engine refused the side stream's socket (%v): calls cross the attached stream\n", short(created.ID), err)
+		return created.ID, nil, nil
+	}
+	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		return "", nil, err
+	}
+	return created.ID, nil, nil
 }
 
 // sideFor is a side stream's socket for a container of engine c, or nil
@@ -361,20 +386,47 @@ type attachStream struct {
 	closed sync.Once
 	// ended is closed once the engine's stream has ended.
 	ended chan struct{}
+	// noSide is closed once no side stream can come: the stream ended,
+	// or the agent said on stderr that it could not connect.
+	noSide     chan struct{}
+	noSideOnce sync.Once
 }
 
 func newAttachStream(h client.HijackedResponse, name string) *attachStream {
 	r, w := io.Pipe()
-	a := &attachStream{h: h, out: r, ended: make(chan struct{})}
+	a := &attachStream{h: h, out: r, ended: make(chan struct{}), noSide: make(chan struct{})}
 	go func() {
-		_, err := stdcopy.StdCopy(w, prefixed{name}, h.Reader)
+		_, err := stdcopy.StdCopy(w, agentStderr{prefixed{name}, a.sideRefused}, h.Reader)
 		close(a.ended)
+		a.sideRefused()
 		if err == nil {
 			err = io.EOF
 		}
 		w.CloseWithError(err)
 	}()
 	return a
+}
+
+// sideRefused says that no side stream will come.
+func (a *attachStream) sideRefused() { a.noSideOnce.Do(func() { close(a.noSide) }) }
+
+// agentNoSide begins what the agent writes on stderr when it cannot
+// connect to the side stream's socket (cmd/dsh-agent): it then serves
+// stdio alone, and nothing need wait for its connection.
+const agentNoSide = "dsh-agent: no side stream"
+
+// agentStderr is the agent's stderr: written to the log, and watched for
+// agentNoSide.
+type agentStderr struct {
+	log    io.Writer
+	noSide func()
+}
+
+func (e agentStderr) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(agentNoSide)) {
+		e.noSide()
+	}
+	return e.log.Write(b)
 }
 
 func (a *attachStream) Read(p []byte) (int, error)  { return a.out.Read(p) }

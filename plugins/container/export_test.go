@@ -5,3 +5,12 @@ var PluginLabel = pluginLabel
 
 // SideStreamsOpened counts the side streams this process opened.
 var SideStreamsOpened = &sideStreamsOpened
+
+// BreakSideMounts has every side stream's mount name source instead of
+// the socket's directory, as an engine that cannot see this machine's
+// temporary directory finds it, until the test ends.
+func BreakSideMounts(t interface{ Cleanup(func()) }, source string) {
+	was := bindSource
+	bindSource = func(*sideListener) string { return source }
+	t.Cleanup(func() { bindSource = was })
+}

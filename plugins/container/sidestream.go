@@ -100,7 +100,11 @@ func (s *sideListener) listen() error {
 
 // bind is the bind mount that puts the socket's directory in the
 // container, read-only.
-func (s *sideListener) bind() string { return s.dir + ":" + sideInContainer + ":ro" }
+func (s *sideListener) bind() string { return bindSource(s) + ":" + sideInContainer + ":ro" }
+
+// bindSource is the directory the engine mounts: the socket's (a test
+// names one the engine cannot find, as an engine in a VM would).
+var bindSource = func(s *sideListener) string { return s.dir }
 
 // agentArgs are the agent's arguments that have it connect.
 func (s *sideListener) agentArgs() []string {
@@ -109,10 +113,11 @@ func (s *sideListener) agentArgs() []string {
 
 // accept takes the agent's connection: the first one, within sideWait,
 // from the process initPid names (the container's init) or its child.
-// ended is closed when the agent's attached stream ends (the agent, or
-// the container, is gone: no connection will come). It closes the
+// noSide is closed when no connection will come: the agent's attached
+// stream ended (the agent, or the container, is gone), or the agent said
+// it could not connect. It closes the
 // listener and removes its directories, whatever it returns.
-func (s *sideListener) accept(ctx context.Context, initPid func(context.Context) (int, error), ended <-chan struct{}) (net.Conn, error) {
+func (s *sideListener) accept(ctx context.Context, initPid func(context.Context) (int, error), noSide <-chan struct{}) (net.Conn, error) {
 	defer s.close()
 	_ = s.l.SetDeadline(time.Now().Add(sideWait))
 	type accepted struct {
@@ -127,13 +132,13 @@ func (s *sideListener) accept(ctx context.Context, initPid func(context.Context)
 	var a accepted
 	select {
 	case a = <-got:
-	case <-ended:
+	case <-noSide:
 		s.l.Close()
 		a = <-got
 		if a.err == nil {
 			a.c.Close()
 		}
-		return nil, errors.New("the agent's stream ended before it connected")
+		return nil, errors.New("the agent's stream ended, or the agent could not connect")
 	case <-ctx.Done():
 		s.l.Close()
 		if a = <-got; a.err == nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-host/dsh-host/plugins/container"
 )
@@ -30,5 +31,43 @@ func TestCallsCrossTheSideStreamAloneTheAgentConnected(t *testing.T) {
 				t.Errorf("the side stream's directory is still on this machine once the agent connected: %v", left)
 			}
 		})
+	}
+}
+
+// Where the side stream cannot work the container still serves, calls
+// crossing the attached stream, without waiting out the agent's
+// connection, and nothing is left behind: an engine that cannot see this
+// machine's temporary directory either refuses the mount (as Docker
+// Desktop does with a path it does not share; here a source that is no
+// path) or mounts a directory of its own (here one that does not exist,
+// which Docker and Podman make empty), where the agent finds no socket.
+func TestWithoutItsSideStreamTheContainerServesAtOnce(t *testing.T) {
+	for _, name := range []string{"docker", "podman"} {
+		for _, c := range []struct{ what, source string }{
+			{"mount refused", "not/a/path"},
+			{"no socket there", "/nonexistent/dsh-side"},
+		} {
+			t.Run(name+"/"+c.what, func(t *testing.T) {
+				addr := engine(t, name)
+				container.BreakSideMounts(t, c.source)
+				before := container.SideStreamsOpened.Load()
+				x := newExecutor(t, addr, nil)
+				began := time.Now()
+				if got := run(t, x, "", "echo served").Stdout.Text; got != "served\n" {
+					t.Errorf("the command printed %q", got)
+				}
+				// The agent's connection is waited for up to 5 s.
+				if took := time.Since(began); took > 4*time.Second {
+					t.Errorf("the first run took %v: the plugin waited for a connection that could not come", took)
+				}
+				if n := container.SideStreamsOpened.Load() - before; n != 0 {
+					t.Errorf("%d side streams opened where the agent could not reach one", n)
+				}
+				left, _ := filepath.Glob(filepath.Join(os.TempDir(), "dsh-side-"+strings.ReplaceAll(container.PluginLabel(), "@", "-")+"-*"))
+				if len(left) > 0 {
+					t.Errorf("a side stream's directory is left on this machine: %v", left)
+				}
+			})
+		}
 	}
 }
