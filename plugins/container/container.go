@@ -177,7 +177,10 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		env = append(env, "PATH="+defaultPath)
 	}
 	cfg := &ctr.Config{
-		Image: s.Image, Cmd: []string{agentInContainer, "--stdio"}, Env: env, User: s.User,
+		// The agent is the container's process (under the init): an
+		// image's ENTRYPOINT and CMD are not run, so that one which
+		// ignores its arguments, or prints, cannot stand in its way.
+		Image: s.Image, Entrypoint: []string{agentInContainer}, Cmd: []string{"--stdio"}, Env: env, User: s.User,
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
 	}
