@@ -366,10 +366,18 @@ func TestSpillFailureDoesNotFailTheRun(t *testing.T) {
 // A write that fails (a full disk) stops the spill; the text is kept.
 func TestSpillWriteFailure(t *testing.T) {
 	c := newCollector(100)
-	c.spill = newSpillWriter(func() (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) }, 1<<30)
+	var full *os.File
+	c.spill = newSpillWriter(func() (f *os.File, err error) {
+		full, err = os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		return full, err
+	}, 1<<30)
 	data := asciiStream(10000)
 	for i := 0; i < len(data); i += 512 {
 		_, _ = c.Write([]byte(data[i:min(len(data), i+512)]))
+	}
+	// A spill that failed holds no descriptor for the rest of the run.
+	if _, err := full.Stat(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("the spill file is still open after its write failed (Stat: %v)", err)
 	}
 	got := c.output()
 	if !got.SpillTruncated || got.TotalBytes != 10000 || got.Text != collect(100, data).Text {
