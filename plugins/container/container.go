@@ -278,14 +278,18 @@ func createContainer(ctx context.Context, c *client.Client, cfg *ctr.Config, hos
 			return created.ID, side, nil
 		}
 		side.close()
-		if ctx.Err() != nil {
-			return "", nil, err
+		if ctx.Err() != nil || client.IsErrConnectionFailed(err) {
+			return "", nil, err // no engine to ask again
 		}
+		// (Should the engine have made the first container and its answer
+		// been lost, that container, never started, is not removed by
+		// AutoRemove: it carries this plugin's label, and the first start
+		// after this plugin ends sweeps it.)
 		created, again := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
 		if again != nil {
 			return "", nil, again // not the mount's fault: the error without it
 		}
-		fmt.Fprintf(os.Stderr, "container %s: the engine refused the side stream's socket (%v): calls cross the attached stream\n", short(created.ID), err)
+		fmt.Fprintf(os.Stderr, "container %s: made without the side stream's socket, which the engine did not take (%v): calls cross the attached stream\n", short(created.ID), err)
 		return created.ID, nil, nil
 	}
 	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
@@ -385,10 +389,8 @@ func agentFor(s Settings, arch string) (string, error) {
 // its stderr goes to this plugin's (the host's log).
 type attachStream struct {
 	h      client.HijackedResponse
-	out    *io.PipeReader
+	out    *bufPipe
 	closed sync.Once
-	// ended is closed once the engine's stream has ended.
-	ended chan struct{}
 	// noSide is closed once no side stream can come: the stream ended,
 	// or the agent said on stderr that it could not connect.
 	noSide     chan struct{}
@@ -396,19 +398,19 @@ type attachStream struct {
 }
 
 func newAttachStream(h client.HijackedResponse, name string) *attachStream {
-	r, w := io.Pipe()
-	a := &attachStream{h: h, out: r, ended: make(chan struct{}), noSide: make(chan struct{})}
+	out := newBufPipe(attachBuffer)
+	a := &attachStream{h: h, out: out, noSide: make(chan struct{})}
 	go func() {
-		_, err := stdcopy.StdCopy(w, agentStderr{prefixed{name}, a.sideRefused}, h.Reader)
-		close(a.ended)
-		a.sideRefused()
-		if err == nil {
-			err = io.EOF
-		}
-		w.CloseWithError(err)
+		_, err := stdcopy.StdCopy(out, agentStderr{prefixed{name}, a.sideRefused}, h.Reader)
+		a.sideRefused() // the stream ended
+		out.CloseWithError(err)
 	}()
 	return a
 }
+
+// attachBuffer bounds the agent's stdout held for a reader: a reader that
+// lags holds the agent up, as a pipe does.
+const attachBuffer = 1 << 20
 
 // sideRefused says that no side stream will come.
 func (a *attachStream) sideRefused() { a.noSideOnce.Do(func() { close(a.noSide) }) }

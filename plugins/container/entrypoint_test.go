@@ -2,7 +2,9 @@ package container_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -23,7 +25,7 @@ func imageWithEntrypoint(t *testing.T, addr, entrypoint string) string {
 		t.Fatal(err)
 	}
 	defer c.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
-	ref := "dsh-test-entrypoint:local"
+	ref := fmt.Sprintf("dsh-test-entrypoint-%d:local", time.Now().UnixNano()) // no two tests' at once on one engine
 	if _, err := c.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: ref, Config: &container.Config{}, Changes: []string{"ENTRYPOINT " + entrypoint}}); err != nil {
 		t.Fatal(err)
 	}

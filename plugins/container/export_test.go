@@ -1,5 +1,7 @@
 package container
 
+import "time"
+
 // PluginLabel is this process's label on the containers it makes.
 var PluginLabel = pluginLabel
 
@@ -13,4 +15,12 @@ func BreakSideMounts(t interface{ Cleanup(func()) }, source string) {
 	was := bindSource
 	bindSource = func(*sideListener) string { return source }
 	t.Cleanup(func() { bindSource = was })
+}
+
+// LongSideWait has the plugin wait up to d for an agent's side stream,
+// until the test ends.
+func LongSideWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	was := sideWait
+	sideWait = d
+	t.Cleanup(func() { sideWait = was })
 }

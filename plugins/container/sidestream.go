@@ -42,8 +42,9 @@ const sideInContainer = "/.dsh/run"
 const sideSocketName = "agent"
 
 // sideWait bounds the wait for the agent's connection, once the
-// container has started.
-const sideWait = 5 * time.Second
+// container has started. (A variable: a test that must tell a wait cut
+// short from one waited out makes it long.)
+var sideWait = 5 * time.Second
 
 // sidePrefix begins the name of a side stream's temporary directory; the
 // plugin's label follows, so that a sweep can tell a dead plugin's.
