@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,12 +23,26 @@ import (
 type logBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+	// onWrite, when set, sees each write as it is made.
+	onWrite func(string)
 }
 
 func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	n, err := b.buf.Write(p)
+	hook := b.onWrite
+	b.mu.Unlock()
+	if hook != nil {
+		hook(string(p))
+	}
+	return n, err
+}
+
+// hook sets onWrite.
+func (b *logBuffer) hook(f func(string)) {
+	b.mu.Lock()
+	b.onWrite = f
+	b.mu.Unlock()
 }
 
 func (b *logBuffer) String() string {
@@ -86,6 +102,11 @@ func TestAFailedReloadIsLoggedAndTheOldPluginServes(t *testing.T) {
 	dir := t.TempDir()
 	bin, _ := copyPlugin(t, dir)
 	r, log := loggedRuntime(t, bin, host.RuntimeOptions{})
+	// Whatever the timing, a SIGUSR2 must never take the default action
+	// (ending this test binary).
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, syscall.SIGUSR2)
+	defer signal.Stop(guard)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -95,7 +116,7 @@ func TestAFailedReloadIsLoggedAndTheOldPluginServes(t *testing.T) {
 		}
 	})
 	wg.Go(func() { r.ReloadOnSignal(ctx, syscall.SIGUSR2) })
-	time.Sleep(200 * time.Millisecond) // the watch and the handler are set up
+	time.Sleep(200 * time.Millisecond) // the watch is likely set up (made sure of below)
 
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -106,7 +127,13 @@ func TestAFailedReloadIsLoggedAndTheOldPluginServes(t *testing.T) {
 	}
 
 	brokenPlugin(t, bin)
-	log.waitFor(t, "reloading after the executor binary changed", "the watched binary was broken")
+	// Touched again until it is seen: a watch set up late saw no rename.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(log.String(), "reloading after the executor binary changed"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed reload logged after the watched binary was broken:\n%s", log.String())
+		}
+		_ = os.Chmod(bin, 0o755)
+	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
@@ -120,22 +147,28 @@ func TestAFailedReloadIsLoggedAndTheOldPluginServes(t *testing.T) {
 }
 
 // A plugin that cannot be started again after it died is retried, backing
-// off (not in a tight loop), and serves again once its binary is mended.
+// off (100 ms, then twice as long each time), and serves again once its
+// binary is mended.
 func TestRestartBacksOffWhileTheBinaryFailsAndRecovers(t *testing.T) {
 	dir := t.TempDir()
 	bin, data := copyPlugin(t, dir)
-	r, _ := loggedRuntime(t, bin, host.RuntimeOptions{})
+	r, log := loggedRuntime(t, bin, host.RuntimeOptions{})
 	_, pid := r.Generation()
 	starts := brokenPlugin(t, bin)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	requireGone(t, pid)
-	time.Sleep(2 * time.Second)
-	b, _ := os.ReadFile(starts)
-	// Backing off from 100 ms, doubling: about 5 tries in 2 s.
-	if n := strings.Count(string(b), "x"); n < 2 || n > 10 {
-		t.Errorf("%d starts of the broken binary in 2 s, want a few (retried, backing off)", n)
+	log.waitFor(t, "retry_in=400ms", "three failed starts")
+	if b, _ := os.ReadFile(starts); strings.Count(string(b), "x") < 3 {
+		t.Errorf("the broken binary was started %d times, want 3 or more", strings.Count(string(b), "x"))
+	}
+	var waits []string // each "restarting the executor plugin" line says its wait
+	for _, m := range regexp.MustCompile(`retry_in=(\S+)`).FindAllStringSubmatch(log.String(), -1) {
+		waits = append(waits, m[1])
+	}
+	if len(waits) < 3 || strings.Join(waits[:3], " ") != "100ms 200ms 400ms" {
+		t.Errorf("waits between failed starts %v, want 100ms 200ms 400ms first", waits)
 	}
 	next := bin + ".next"
 	if err := os.WriteFile(next, data, 0o755); err != nil {
@@ -150,22 +183,37 @@ func TestRestartBacksOffWhileTheBinaryFailsAndRecovers(t *testing.T) {
 	}
 }
 
-// One missed health check is forgiven: the plugin is not replaced unless
-// it misses two in a row. A default timeout (a zero HealthTimeout) is not
-// a zero one.
+// One missed health check is forgiven, and so is another one later: the
+// plugin is replaced only when it misses two in a row. A default timeout
+// (a zero HealthTimeout) is not a zero one.
 func TestOneMissedHealthCheckIsForgiven(t *testing.T) {
-	r, log := loggedRuntime(t, pluginBin, host.RuntimeOptions{HealthInterval: time.Second, HealthTimeout: 200 * time.Millisecond})
+	r, log := loggedRuntime(t, pluginBin, host.RuntimeOptions{HealthInterval: time.Second, HealthTimeout: 400 * time.Millisecond})
 	_, pid := r.Generation()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
+	// The stopped plugin is let go on as soon as its miss is logged.
+	misses := make(chan string, 4)
+	log.hook(func(text string) {
+		if strings.Contains(text, "missed a health check") {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+			misses <- text
+		}
+	})
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	for round := 1; round <= 2; round++ {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case text := <-misses:
+			if !strings.Contains(text, "misses=1") {
+				t.Errorf("round %d: %q, want the count of misses in a row back at 1 after a check answered", round, text)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: no missed check logged while the plugin was stopped:\n%s", round, log.String())
+		}
+		time.Sleep(2500 * time.Millisecond) // two more checks, answered
 	}
-	log.waitFor(t, "missed a health check", "the plugin was stopped")
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2500 * time.Millisecond) // two more checks
-	if gen, now := r.Generation(); gen != 1 || now != pid {
-		t.Errorf("one missed check replaced the plugin (generation %d, pid %d, was %d):\n%s", gen, now, pid, log.String())
+	if gen, now := r.Generation(); gen != 1 || now != pid || strings.Contains(log.String(), "does not answer") {
+		t.Errorf("a single missed check replaced the plugin (generation %d, pid %d, was %d):\n%s", gen, now, pid, log.String())
 	}
 
 	r2, log2 := loggedRuntime(t, pluginBin, host.RuntimeOptions{HealthInterval: 100 * time.Millisecond})
