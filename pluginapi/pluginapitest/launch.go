@@ -3,6 +3,8 @@ package pluginapitest
 import (
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,16 +36,20 @@ func LaunchPID(t testing.TB, cmd *exec.Cmd) (pluginapi.ShellExecutor, int) {
 	// go-plugin puts the plugin's socket in os.TempDir unless told where;
 	// a plugin that is killed (as a test that kills it does) leaves it
 	// there. A directory of the test's own, removed at the end, keeps
-	// nothing behind. (Not t.TempDir: a socket path is short.)
-	sockDir, err := os.MkdirTemp("", "dsh-test-sock-")
-	if err != nil {
-		t.Fatalf("a socket directory for the plugin: %v", err)
+	// nothing behind (not t.TempDir: a socket's path is short). It is
+	// writable by all, as os.TempDir is, for a plugin run as another user.
+	// A caller that names a directory keeps it.
+	if !slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, plugin.EnvUnixSocketDir+"=") }) {
+		sockDir, err := os.MkdirTemp("", "dsh-test-sock-")
+		if err == nil {
+			err = os.Chmod(sockDir, 0o1777)
+		}
+		if err != nil {
+			t.Fatalf("a socket directory for the plugin: %v", err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockDir) // go-plugin adds this process's environment
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockDir)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
