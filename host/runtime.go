@@ -186,7 +186,8 @@ func (r *Runtime) current() *generation {
 }
 
 // replaceWait bounds how long a call waits for a dead plugin's successor.
-const replaceWait = 30 * time.Second
+// (A variable: a test shortens it.)
+var replaceWait = 30 * time.Second
 
 // awaitLive waits, before a call, while the current plugin has died and
 // its successor is being started (see recover): the call then goes to the

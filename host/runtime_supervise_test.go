@@ -183,6 +183,77 @@ func TestRestartBacksOffWhileTheBinaryFailsAndRecovers(t *testing.T) {
 	}
 }
 
+// A call made while a dead plugin cannot be replaced (its binary broken)
+// waits for the successor only so long, then fails: it does not hang.
+func TestACallWaitsForASuccessorOnlySoLong(t *testing.T) {
+	host.ShortReplaceWait(t, time.Second)
+	dir := t.TempDir()
+	bin, _ := copyPlugin(t, dir)
+	r, _ := loggedRuntime(t, bin, host.RuntimeOptions{})
+	_, pid := r.Generation()
+	brokenPlugin(t, bin)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, pid)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, now := r.Generation(); now == 0 {
+			break // the runtime knows its plugin died
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the runtime never noticed its plugin died")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{Command: "true"}, nil)
+	if err == nil || ctx.Err() != nil {
+		t.Errorf("a call with no plugin to run it: %v (context %v), want it to fail once the wait for a successor is over", err, ctx.Err())
+	}
+}
+
+// A binary written in pieces (as a build writes it) is reloaded once,
+// when whole: the watch's zero debounce, what dsh-host mcp --watch asks
+// for, means the default, not none.
+func TestAWatchedBinaryWrittenInPiecesReloadsOnce(t *testing.T) {
+	dir := t.TempDir()
+	bin, data := copyPlugin(t, dir)
+	r, log := loggedRuntime(t, bin, host.RuntimeOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan error, 1)
+	go func() { watched <- r.WatchBinary(ctx, bin, 0) }()
+	defer func() {
+		cancel()
+		if err := <-watched; err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the watch is set up
+	// As go build does over a binary that runs: remove it, then write the
+	// new one in its place.
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(bin, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, piece := 0, len(data)/4+1; i < len(data); i += piece {
+		if _, err := f.Write(data[i:min(len(data), i+piece)]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGeneration(t, r, 2, "the binary was rewritten")
+	time.Sleep(time.Second) // a later reload would show
+	if gen, _ := r.Generation(); gen != 2 || strings.Contains(log.String(), "reloading after the executor binary changed") {
+		t.Errorf("generation %d, want one reload of the whole binary and no failed one:\n%s", gen, log.String())
+	}
+}
+
 // One missed health check is forgiven, and so is another one later: the
 // plugin is replaced only when it misses two in a row. A default timeout
 // (a zero HealthTimeout) is not a zero one.
