@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/dsh-host/dsh-host/internal/testbuild"
 )
 
 // bins are the binaries TestMain builds, all in one temporary directory.
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "dsh-integration-")
+	dir, err := testbuild.Dir("dsh-integration")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1

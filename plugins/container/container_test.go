@@ -14,6 +14,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/dsh-host/dsh-host/internal/testbuild"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 	"github.com/dsh-host/dsh-host/plugins/container"
@@ -35,7 +36,7 @@ var image = cmp.Or(os.Getenv("DSH_TEST_IMAGE"), "dsh-test:local")
 var agent, pluginBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dsh-container-test-")
+	dir, err := testbuild.Dir("dsh-container-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

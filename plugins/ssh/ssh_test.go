@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-host/dsh-host/internal/testbuild"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 	"github.com/dsh-host/dsh-host/plugins/ssh"
@@ -21,7 +22,7 @@ import (
 var agent string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dsh-ssh-test-")
+	dir, err := testbuild.Dir("dsh-ssh-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
