@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dsh-host/dsh-host/host"
-	"github.com/dsh-host/dsh-host/internal/testbuild"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 	"github.com/dsh-host/dsh-host/registry"
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DSH_HOST_CHILD") == "1" {
 		os.Exit(m.Run()) // the host process of TestAPluginOutlivesNoHost
 	}
-	dir, err := testbuild.Dir("host-test")
+	dir, err := pluginapitest.BuildDir("host-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dsh-host/dsh-host/internal/testbuild"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 )
 
 // bins are the binaries TestMain builds, all in one temporary directory.
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
-	dir, err := testbuild.Dir("dsh-integration")
+	dir, err := pluginapitest.BuildDir("dsh-integration")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1

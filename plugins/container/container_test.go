@@ -14,7 +14,6 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/dsh-host/dsh-host/internal/testbuild"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 	"github.com/dsh-host/dsh-host/plugins/container"
@@ -36,7 +35,7 @@ var image = cmp.Or(os.Getenv("DSH_TEST_IMAGE"), "dsh-test:local")
 var agent, pluginBin string
 
 func TestMain(m *testing.M) {
-	dir, err := testbuild.Dir("dsh-container-test")
+	dir, err := pluginapitest.BuildDir("dsh-container-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

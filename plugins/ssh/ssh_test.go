@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-host/dsh-host/internal/testbuild"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 	"github.com/dsh-host/dsh-host/plugins/ssh"
@@ -22,7 +21,7 @@ import (
 var agent string
 
 func TestMain(m *testing.M) {
-	dir, err := testbuild.Dir("dsh-ssh-test")
+	dir, err := pluginapitest.BuildDir("dsh-ssh-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

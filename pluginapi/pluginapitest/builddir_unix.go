@@ -1,6 +1,6 @@
 //go:build unix
 
-package testbuild
+package pluginapitest
 
 import (
 	"errors"
@@ -8,14 +8,14 @@ import (
 	"syscall"
 )
 
-// gone says whether no process has pid (a reused pid keeps its
+// processGone says whether no process has pid (a reused pid keeps its
 // directory until a later sweep).
-func gone(pid int) bool {
+func processGone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
-// ownedByMe says whether dir belongs to this process's user.
-func ownedByMe(dir string) bool {
+// ownedByThisUser says whether dir belongs to this process's user.
+func ownedByThisUser(dir string) bool {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return false

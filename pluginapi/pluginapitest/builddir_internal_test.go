@@ -1,6 +1,6 @@
 //go:build unix
 
-package testbuild
+package pluginapitest
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ func TestSweepRemovesOnlyTheDeads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sweep(tmp, "bins")
+	sweepBuildDirs(tmp, "bins")
 	for name, removed := range names {
 		_, err := os.Stat(filepath.Join(tmp, name))
 		if gotRemoved := os.IsNotExist(err); gotRemoved != removed {
@@ -39,10 +39,10 @@ func TestSweepRemovesOnlyTheDeads(t *testing.T) {
 	}
 }
 
-// Dir names this process, so that a later sweep can judge it.
+// BuildDir names this process, so that a later sweep can judge it.
 func TestDirNamesItsProcess(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	dir, err := Dir("bins")
+	dir, err := BuildDir("bins")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestDirNamesItsProcess(t *testing.T) {
 	if base := filepath.Base(dir); len(base) <= len(want) || base[:len(want)] != want {
 		t.Errorf("directory %s, want a name beginning %s", dir, want)
 	}
-	sweep(os.TempDir(), "bins")
+	sweepBuildDirs(os.TempDir(), "bins")
 	if _, err := os.Stat(dir); err != nil {
 		t.Errorf("this live process's directory was swept: %v", err)
 	}
