@@ -22,8 +22,15 @@ func (envSandbox) Uncontained() []string { return nil }
 func (s envSandbox) Confine(pluginapi.ExecSpec) (Confinement, error) {
 	return Confinement{Launcher: ForkLauncher{}, Env: s.env}, nil
 }
-func (envSandbox) Assess(pluginapi.RunResult) []string { return nil }
-func (envSandbox) Close() error                        { return nil }
+
+// Assess finds a denial where the command printed DENIED.
+func (envSandbox) Assess(res pluginapi.RunResult) []string {
+	if strings.Contains(res.Stdout.Text, "DENIED") {
+		return []string{"the command printed DENIED"}
+	}
+	return nil
+}
+func (envSandbox) Close() error { return nil }
 
 // What a sandbox gives a command's environment reaches the command, in
 // the foreground and in the background, and wins over the request's own
@@ -45,6 +52,21 @@ func TestASandboxsEnvironmentReachesTheCommandAndWins(t *testing.T) {
 	res, err := e.Run(ctx, spec)
 	if err != nil || res.Stdout.Text != want {
 		t.Errorf("in the foreground: %q, %v; want %q", res.Stdout.Text, err, want)
+	}
+	if res.Sandbox == nil || res.Sandbox.LikelyDenial || len(res.Sandbox.Evidence) > 0 {
+		t.Errorf("facts %+v: the sandbox found no denial, and none may be reported", res.Sandbox)
+	}
+	// A request with no environment of its own gets the sandbox's.
+	bare, err := e.Resolve(ctx, pluginapi.ExecRequest{Command: `echo "$TMPDIR $DSH_TEST_FROM_SANDBOX"; echo DENIED`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.Run(ctx, bare)
+	if err != nil || res.Stdout.Text != "/sandbox/tmp yes\nDENIED\n" {
+		t.Errorf("a request without env: %q, %v", res.Stdout.Text, err)
+	}
+	if res.Sandbox == nil || !res.Sandbox.LikelyDenial || len(res.Sandbox.Evidence) != 1 {
+		t.Errorf("facts %+v: the sandbox's evidence of a denial must be reported", res.Sandbox)
 	}
 	p, err := e.Start(ctx, spec)
 	if err != nil {
@@ -68,5 +90,37 @@ func TestASandboxsEnvironmentReachesTheCommandAndWins(t *testing.T) {
 	}
 	if got.String() != want {
 		t.Errorf("in the background: %q; want %q", got.String(), want)
+	}
+}
+
+// A running shell is known to the reaper as a shell from its start, so
+// that no other run's hunt for leftovers takes it for an orphan (and
+// reaps it under its owner's wait).
+func TestARunningShellIsKnownToTheReaper(t *testing.T) {
+	e := newTestExecutor()
+	ctx := context.Background()
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	spec, err := e.Resolve(ctx, pluginapi.ExecRequest{Command: "sleep 30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.(*process).p.child.Pid()
+	e.reaper.t.mu.Lock()
+	known := e.reaper.t.shells[pid]
+	e.reaper.t.mu.Unlock()
+	if !known {
+		t.Errorf("the running shell %d is not among the reaper's shells", pid)
+	}
+	if _, err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if exit, err := p.Wait(wctx); err != nil || !exit.Killed {
+		t.Errorf("the killed sleep: %+v, %v", exit, err)
 	}
 }
