@@ -26,19 +26,7 @@ func echoOver(t *testing.T, x pluginapi.ShellExecutor, word string) {
 // serving, and only its stdio's end ends it (startAgent's cleanup checks
 // that it exits then).
 func TestAgentServesASideStream(t *testing.T) {
-	tag := scenario(t)
-	sock := filepath.Join(t.TempDir(), "side")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	a := startAgent(t, tag, "--dial", sock, "--dial-token", sideToken)
-	l.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
-	conn, err := l.Accept()
-	if err != nil {
-		t.Fatalf("the agent did not connect: %v; stderr:\n%s", err, a.stderr.String())
-	}
+	a, conn := agentDialingIn(t)
 	if _, err := conn.Write(mustHex(t, sideToken)); err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +49,32 @@ func TestAgentWithoutItsSideStreamServesStdio(t *testing.T) {
 	tag := scenario(t)
 	a := startAgent(t, tag, "--dial", filepath.Join(t.TempDir(), "nothing-listens"), "--dial-token", sideToken)
 	echoOver(t, a.x, "stdio")
-	if !strings.Contains(a.stderr.String(), "no side stream") {
+	// The container plugin watches for this very text (agentNoSide), and
+	// stops waiting for the connection when it comes.
+	if !strings.Contains(a.stderr.String(), "dsh-agent: no side stream") {
 		t.Errorf("the agent's stderr does not say it has no side stream: %q", a.stderr.String())
 	}
+}
+
+// agentDialingIn starts an agent told to dial a socket of this test's,
+// with sideToken, and returns it and its connection (closed when the test
+// ends), as the container plugin's listener takes it.
+func agentDialingIn(t *testing.T) (*agentProc, net.Conn) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "side")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a := startAgent(t, scenario(t), "--dial", sock, "--dial-token", sideToken)
+	_ = l.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatalf("the agent did not connect: %v; stderr:\n%s", err, a.stderr.String())
+	}
+	t.Cleanup(func() { conn.Close() })
+	return a, conn
 }
 
 // sideToken is the token the side stream's tests give the agent.
@@ -82,20 +93,7 @@ func mustHex(t *testing.T, s string) []byte {
 // own socket at the agent's path) is never served: the agent closes that
 // connection and serves its stdio alone.
 func TestAgentServesNoListenerWithoutItsToken(t *testing.T) {
-	tag := scenario(t)
-	sock := filepath.Join(t.TempDir(), "impostor")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	a := startAgent(t, tag, "--dial", sock, "--dial-token", sideToken)
-	l.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
-	conn, err := l.Accept()
-	if err != nil {
-		t.Fatalf("the agent did not connect: %v", err)
-	}
-	defer conn.Close()
+	a, conn := agentDialingIn(t)
 	if _, err := conn.Write(mustHex(t, strings.Repeat("ff", 32))); err != nil {
 		t.Fatal(err)
 	}
