@@ -86,12 +86,12 @@ func prepare(p Policy) (*confinement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: Landlock: %v", ErrUnenforceable, p.Mode, err)
 	}
-	main, err := seccompProgram(p)
+	filter, err := seccompProgram(p)
 	if err != nil {
 		unix.Close(ruleset)
 		return nil, fmt.Errorf("%w %s: seccomp: %v", ErrUnenforceable, p.Mode, err)
 	}
-	return &confinement{landlock: ruleset, filters: [][]unix.SockFilter{main, foreignArchProgram()}, enforced: enforced}, nil
+	return &confinement{landlock: ruleset, filters: [][]unix.SockFilter{filter}, enforced: enforced}, nil
 }
 
 // The Landlock access rights on files (not directories).
@@ -162,13 +162,13 @@ func landlockRuleset(p Policy, abi int) (int, error) {
 // permitted"), which a command reports like any refusal.
 const eperm = seccomp.ActionErrno | seccomp.Action(unix.EPERM)
 
-// seccompProgram assembles the filter: refused are io_uring, ptrace and
-// its relatives, changes to mounts, new namespaces, the kernel's own attack
+// refusedSyscalls lists what the filter refuses: io_uring, ptrace and its
+// relatives, changes to mounts, new namespaces, the kernel's own attack
 // surface, prlimit of another process; sockets but AF_UNIX stream pairs (a
 // datagram socket can send to any named socket it can see, which Landlock
 // before ABI 9 does not confine; a plain one could connect to one), and
 // with p.Network, IP sockets; without it, connect.
-func seccompProgram(p Policy) ([]unix.SockFilter, error) {
+func refusedSyscalls(p Policy) []seccomp.SyscallGroup {
 	refused := []seccomp.SyscallGroup{{
 		Action: eperm,
 		Names: []string{
@@ -223,12 +223,29 @@ func seccompProgram(p Policy) ([]unix.SockFilter, error) {
 	} else {
 		refused[0].Names = append(refused[0].Names, "socket", "connect")
 	}
+	return refused
+}
+
+// policyProgram is the library's program for refused: its rules for this
+// architecture's calls, everything else allowed, calls through another
+// architecture's entry included.
+func policyProgram(refused []seccomp.SyscallGroup) ([]bpf.Instruction, error) {
 	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: refused}
-	insts, err := policy.Assemble()
+	return policy.Assemble()
+}
+
+// seccompProgram assembles the one filter a command loads (each load costs
+// a JIT compile and a pass over every system call number): calls through
+// another architecture's entry fail, and the library's program judges the
+// rest.
+func seccompProgram(p Policy) ([]unix.SockFilter, error) {
+	rules, err := policyProgram(refusedSyscalls(p))
 	if err != nil {
 		return nil, err
 	}
-	raw, err := bpf.Assemble(insts)
+	// The library's jumps are relative: its program works unchanged after
+	// the check in front of it.
+	raw, err := bpf.Assemble(append(nativeOnly(), rules...))
 	if err != nil {
 		return nil, err
 	}
@@ -239,16 +256,15 @@ func seccompProgram(p Policy) ([]unix.SockFilter, error) {
 	return prog, nil
 }
 
-// foreignArchProgram fails every system call made through another
-// architecture's entry (32-bit calls on a 64-bit kernel), which the main
-// filter's rules do not see: without it, socketcall would open an AF_INET
-// socket past them.
-func foreignArchProgram() []unix.SockFilter {
-	return []unix.SockFilter{
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4}, // seccomp_data.arch
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 1, Jf: 0, K: auditArch[runtime.GOARCH]},
-		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
-		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+// nativeOnly fails every system call made through another architecture's
+// entry (32-bit calls on a 64-bit kernel), which the library's rules do
+// not see (its program allows them): without it, socketcall would open an
+// AF_INET socket past them.
+func nativeOnly() []bpf.Instruction {
+	return []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch[runtime.GOARCH], SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 	}
 }
 
