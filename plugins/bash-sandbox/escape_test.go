@@ -285,7 +285,11 @@ func TestOrdinaryFailuresAreNotDenials(t *testing.T) {
 func TestConfinedCommandsHaveNoWayBack(t *testing.T) {
 	b := newBox(t)
 	ww := pluginapi.SandboxWorkspaceWrite
-	if res := b.run(ww, "grep CapEff /proc/self/status"); res.Stdout.Text != "CapEff:\t0000000000000000\n" {
+	// Every set empty: the bounding set too, so that no exec (a file's
+	// capabilities, root's) can give one back.
+	const none = "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n" +
+		"CapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n"
+	if res := b.run(ww, "grep ^Cap /proc/self/status"); res.Stdout.Text != none {
 		t.Errorf("capabilities: %q", res.Stdout.Text)
 	}
 	b.denied(ww, `python3 -c '

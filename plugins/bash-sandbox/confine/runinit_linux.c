@@ -344,10 +344,18 @@ static int command_main(void *arg) {
 			fail(c, DSH_OP_CONFINE, e);
 	}
 	// No capability, now or after exec, root or not (last: the reset
-	// above takes CAP_SYS_NICE; nothing of the run has come yet).
-	for (int cap = 0; cap < 64; cap++)
-		if ((e = S2(SYS_prctl, PR_CAPBSET_DROP, cap)) < 0 && e != -EINVAL)
+	// above takes CAP_SYS_NICE; nothing of the run has come yet). Only
+	// what the bounding set still holds is dropped (the spawner kept
+	// three): each drop copies the process's credentials, a read does not.
+	// The first number the kernel does not know ends the set.
+	for (int cap = 0; cap < 64; cap++) {
+		if ((e = S2(SYS_prctl, PR_CAPBSET_READ, cap)) == -EINVAL)
+			break;
+		if (e < 0)
 			fail(c, DSH_OP_CONFINE, e);
+		if (e == 1 && (e = S2(SYS_prctl, PR_CAPBSET_DROP, cap)) < 0)
+			fail(c, DSH_OP_CONFINE, e);
+	}
 	if ((e = S2(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)) < 0 && e != -EINVAL)
 		fail(c, DSH_OP_CONFINE, e);
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
