@@ -51,11 +51,11 @@ func run(t *testing.T, vm *bpf.VM, data []byte) uint32 {
 
 // The one filter decides every call as the library's program and the
 // foreign-architecture filter loaded after it used to decide together: for
-// every number, x32 calls, four architectures, and the arguments the rules
+// every number, x32 calls, five architectures, and the arguments the rules
 // look at.
 func TestOneFilterDecidesAsTheRules(t *testing.T) {
 	native := auditArch[runtime.GOARCH]
-	arches := []uint32{native, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_X86_64}
+	arches := []uint32{native, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_ARM, unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_X86_64}
 	args := []uint64{0, 1, 2, unix.AF_INET, unix.AF_INET6, unix.AF_UNIX | 1<<32, unix.SOCK_STREAM, unix.SOCK_DGRAM,
 		unix.SOCK_RAW, unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWIPC, unix.CLONE_NEWNET,
 		unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_VM | unix.CLONE_FS, ^uint64(0)}

@@ -58,6 +58,9 @@
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
+// DSH_LAST_KNOWN_CAP is CAP_CHECKPOINT_RESTORE, the last capability since
+// Linux 5.9: every kernel with Landlock ABI 3 (6.2) knows it.
+#define DSH_LAST_KNOWN_CAP 40
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
@@ -345,11 +348,13 @@ static int command_main(void *arg) {
 	}
 	// No capability, now or after exec, root or not (last: the reset
 	// above takes CAP_SYS_NICE; nothing of the run has come yet). Only
-	// what the bounding set still holds is dropped (the spawner kept
-	// three): each drop copies the process's credentials, a read does not.
-	// The first number the kernel does not know ends the set.
+	// what the bounding set still holds is dropped (the spawner kept two
+	// or three): each drop copies the process's credentials, a read does
+	// not. The first number the kernel does not know ends the set; every
+	// kernel with Landlock ABI 3 knows up to CAP_CHECKPOINT_RESTORE (40),
+	// so an EINVAL below that is a refusal, and fails the run.
 	for (int cap = 0; cap < 64; cap++) {
-		if ((e = S2(SYS_prctl, PR_CAPBSET_READ, cap)) == -EINVAL)
+		if ((e = S2(SYS_prctl, PR_CAPBSET_READ, cap)) == -EINVAL && cap > DSH_LAST_KNOWN_CAP)
 			break;
 		if (e < 0)
 			fail(c, DSH_OP_CONFINE, e);
