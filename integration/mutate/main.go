@@ -58,9 +58,13 @@ const minEfficacy = 90.0
 
 // goStandIn is the go command gremlins finds first on PATH: `go test`'s
 // whole-module pattern becomes the tests of the package under mutation.
+// Each go test runs in a session of its own: a mutant of the code that
+// kills process groups (killGroup's guard negated makes it kill group 0,
+// the caller's own) then kills its own test, not gremlins and this run.
 const goStandIn = `#!/bin/sh
 # Written by integration/mutate: gremlins' "go test ... ./..." tests
-# $MUTATE_TESTS instead; every other use of go passes through.
+# $MUTATE_TESTS instead, in a session of its own; every other use of go
+# passes through.
 if [ "$1" = test ]; then
 	shift
 	for a in "$@"; do
@@ -71,7 +75,7 @@ if [ "$1" = test ]; then
 			set -- "$@" "$a"
 		fi
 	done
-	exec "$MUTATE_REAL_GO" test "$@"
+	exec setsid "$MUTATE_REAL_GO" test "$@"
 fi
 exec "$MUTATE_REAL_GO" "$@"
 `
@@ -131,6 +135,9 @@ func run(gremlins, only string, include *regexp.Regexp, workers int) error {
 	realGo, err := exec.LookPath("go")
 	if err != nil {
 		return err
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		return fmt.Errorf("the tests of each mutant run under setsid (util-linux): %w", err)
 	}
 	stand, err := os.MkdirTemp("", "dsh-mutate-")
 	if err != nil {
