@@ -87,6 +87,15 @@ func TestValidPrefix(t *testing.T) {
 		{"abcd-1234", false},
 		{"abcd_1234", false},
 		{"abcdé1234", false},
+		// Every end of the three ranges is in, and the character past it
+		// out.
+		{"azAZ09az", true},
+		{"abcd`123", false},
+		{"abcd{123", false},
+		{"abcd@123", false},
+		{"abcd[123", false},
+		{"abcd/123", false},
+		{"abcd:123", false},
 	} {
 		if got := validPrefix(c.prefix); got != c.ok {
 			t.Errorf("validPrefix(%q) = %v, want %v", c.prefix, got, c.ok)
