@@ -61,10 +61,12 @@ const minEfficacy = 90.0
 // Each go test runs in a session of its own: a mutant of the code that
 // kills process groups (killGroup's guard negated makes it kill group 0,
 // the caller's own) then kills its own test, not gremlins and this run.
+// A go test killed by a signal exits 1 here, a failure: gremlins counts
+// only status 1 as a killed mutant, and any other as one that lived.
 const goStandIn = `#!/bin/sh
 # Written by integration/mutate: gremlins' "go test ... ./..." tests
-# $MUTATE_TESTS instead, in a session of its own; every other use of go
-# passes through.
+# $MUTATE_TESTS instead, in a session of its own, and a go test killed by
+# a signal fails (status 1); every other use of go passes through.
 if [ "$1" = test ]; then
 	shift
 	for a in "$@"; do
@@ -75,7 +77,12 @@ if [ "$1" = test ]; then
 			set -- "$@" "$a"
 		fi
 	done
-	exec setsid "$MUTATE_REAL_GO" test "$@"
+	setsid "$MUTATE_REAL_GO" test "$@"
+	status=$?
+	if [ "$status" -gt 128 ]; then
+		exit 1
+	fi
+	exit "$status"
 fi
 exec "$MUTATE_REAL_GO" "$@"
 `
