@@ -155,3 +155,17 @@ func TestHuntCountsALeftoverOutsideAnyGroupItLeads(t *testing.T) {
 		t.Errorf("LeftoversKilled = %d, want 1 (the orphan, killed on its own)", res.LeftoversKilled)
 	}
 }
+
+// A member of the shell's own group that cleared its environment (and so
+// carries no tag) dies with the run: the group is killed by its id once
+// the shell, its leader, is gone and reaped.
+func TestRunKillsAnUntaggedMemberOfItsGroup(t *testing.T) {
+	e := bashExecutor(t)
+	// The shell ends once sleep runs, its environment empty (as env it
+	// still carried the tag).
+	pid, _ := leftoverPid(t, e, `env -i sleep 1000 >/dev/null 2>&1 & p=$!; `+
+		`until [ "$(cat /proc/$p/comm)" = sleep ]; do sleep 0.01; done; echo $p`)
+	if !pidGone(pid) {
+		t.Errorf("the untagged member (pid %d) of the shell's group still runs after the run", pid)
+	}
+}
