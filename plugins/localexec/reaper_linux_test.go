@@ -169,3 +169,23 @@ func TestRunKillsAnUntaggedMemberOfItsGroup(t *testing.T) {
 		t.Errorf("the untagged member (pid %d) of the shell's group still runs after the run", pid)
 	}
 }
+
+// A tagged leftover the hunt kills is reaped too (this process is its
+// subreaper): it leaves no zombie behind. This one leads no group, so only
+// its tag makes it the executor's to reap.
+func TestHuntReapsTheLeftoversItKills(t *testing.T) {
+	e := bashExecutor(t)
+	pid, res := leftoverPid(t, e, `setsid bash -c 'sleep 1000 & echo $!' | head -1`)
+	if res.LeftoversKilled != 1 {
+		t.Errorf("LeftoversKilled = %d, want 1", res.LeftoversKilled)
+	}
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return // gone, and reaped
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the killed leftover (pid %d) is still there: %q", pid, stat)
+		}
+	}
+}
