@@ -189,3 +189,20 @@ func TestHuntReapsTheLeftoversItKills(t *testing.T) {
 		}
 	}
 }
+
+// A leftover whose environment cannot be read yet (it is between fork and
+// exec, or like this one, ran for a moment without one) is waited for, up
+// to unsureWindow, and killed once its tag shows. The shell exits while
+// the orphan is unreadable; 30 ms later it becomes a tagged sleep.
+func TestHuntWaitsForALeftoverItCannotReadYet(t *testing.T) {
+	e := bashExecutor(t)
+	pid, res := leftoverPid(t, e, `f=$(mktemp); `+
+		`setsid env -i /bin/sh -c "echo \$\$ >$f; /bin/sleep 0.03; export `+ExecIDVar+`=$`+ExecIDVar+`; exec /bin/sleep 1000" & `+
+		`while [ ! -s "$f" ]; do sleep 0.002; done; cat "$f"; rm "$f"`)
+	if !pidGone(pid) {
+		t.Fatalf("the leftover (pid %d) that showed its tag late still runs after the run", pid)
+	}
+	if res.LeftoversKilled != 1 {
+		t.Errorf("LeftoversKilled = %d, want 1", res.LeftoversKilled)
+	}
+}
