@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -69,18 +70,31 @@ func validPrefix(p string) bool {
 	return true
 }
 
+// unsureWindow bounds how long the hunt waits on an orphan whose
+// environment cannot be read yet (it is between fork and exec): long enough
+// for an exec, short enough that a process whose environment stays
+// unreadable does not slow every run.
+const unsureWindow = 100 * time.Millisecond
+
 // reaper is one executor's view of the children: it tags the commands the
 // executor starts, and kills and reaps what they leave behind.
 type reaper struct {
 	t      *childTable
 	prefix string // this executor's tags start with it
 	next   atomic.Int64
+
+	// unsureFor is how long a hunt waits on an orphan it cannot read yet:
+	// unsureWindow, but for a test.
+	unsureFor time.Duration
+	// testHookRound, when set (by a test, before a run), is called after
+	// each round of a hunt has sorted the orphans.
+	testHookRound func(targets, unsureOf int)
 }
 
 func newReaper() *reaper {
 	t := children
 	t.subreaper.Do(becomeSubreaper)
-	return &reaper{t: t, prefix: t.prefix + "-" + strconv.FormatInt(t.executors.Add(1), 10) + "-"}
+	return &reaper{t: t, prefix: t.prefix + "-" + strconv.FormatInt(t.executors.Add(1), 10) + "-", unsureFor: unsureWindow}
 }
 
 // newTag returns a tag for one command, unique in this process and, with

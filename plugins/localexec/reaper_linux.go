@@ -16,12 +16,6 @@ import (
 // handed to the executor in turn.
 const leftoverDeadline = 2 * time.Second
 
-// unsureWindow bounds how long the hunt waits on an orphan whose
-// environment cannot be read yet (it is between fork and exec): long enough
-// for an exec, short enough that a process whose environment stays
-// unreadable does not slow every run.
-const unsureWindow = 100 * time.Millisecond
-
 // becomeSubreaper makes this process the child subreaper of everything it
 // starts: a descendant whose parent dies is reparented here, not to init, so
 // it can be found.
@@ -82,8 +76,11 @@ func (r *reaper) killMatching(pgid int, classify func(tag string, state tagState
 	began := time.Now()
 	for {
 		targets, unsureOf := r.orphans(classify)
+		if r.testHookRound != nil {
+			r.testHookRound(len(targets), unsureOf)
+		}
 		waited := time.Since(began)
-		done := len(targets) == 0 && (unsureOf == 0 || waited > unsureWindow) && r.reapedAll(killed)
+		done := len(targets) == 0 && (unsureOf == 0 || waited > r.unsureFor) && r.reapedAll(killed)
 		if done || waited > leftoverDeadline {
 			return len(killed)
 		}

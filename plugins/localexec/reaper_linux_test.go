@@ -4,12 +4,16 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -120,6 +124,11 @@ func leftoverPid(t *testing.T, e *Executor, command string) (int, pluginapi.RunR
 		t.Fatalf("no pid in the output %q: %v", res.Stdout.Text, err)
 	}
 	t.Cleanup(func() {
+		// Only while it is still this process's child: the pid of a
+		// leftover the executor reaped may have been reused.
+		if f := statFields(strconv.Itoa(pid)); len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+			return
+		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		var ws syscall.WaitStatus
 		_, _ = syscall.Wait4(pid, &ws, 0, nil)
@@ -142,14 +151,21 @@ func TestHuntKillsTheGroupATaggedLeftoverLeads(t *testing.T) {
 }
 
 // A leftover killed on its own (outside the shell's group, leading none)
-// is counted.
+// is counted, and reaped (this process is its subreaper): it leaves no
+// zombie behind. Only its tag makes it the executor's to reap.
 func TestHuntCountsALeftoverOutsideAnyGroupItLeads(t *testing.T) {
 	e := bashExecutor(t)
 	// sleep is in the group of a setsid bash that exits at once: an
 	// orphan whose group has no leader.
 	pid, res := leftoverPid(t, e, `setsid bash -c 'sleep 1000 & echo $!' | head -1`)
-	if !pidGone(pid) {
-		t.Fatalf("the leftover (pid %d) still runs after the run", pid)
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			break // gone, and reaped
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the killed leftover (pid %d) is still there: %q", pid, stat)
+		}
 	}
 	if res.LeftoversKilled != 1 {
 		t.Errorf("LeftoversKilled = %d, want 1 (the orphan, killed on its own)", res.LeftoversKilled)
@@ -170,35 +186,36 @@ func TestRunKillsAnUntaggedMemberOfItsGroup(t *testing.T) {
 	}
 }
 
-// A tagged leftover the hunt kills is reaped too (this process is its
-// subreaper): it leaves no zombie behind. This one leads no group, so only
-// its tag makes it the executor's to reap.
-func TestHuntReapsTheLeftoversItKills(t *testing.T) {
-	e := bashExecutor(t)
-	pid, res := leftoverPid(t, e, `setsid bash -c 'sleep 1000 & echo $!' | head -1`)
-	if res.LeftoversKilled != 1 {
-		t.Errorf("LeftoversKilled = %d, want 1", res.LeftoversKilled)
-	}
-	for end := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return // gone, and reaped
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the killed leftover (pid %d) is still there: %q", pid, stat)
-		}
-	}
-}
-
 // A leftover whose environment cannot be read yet (it is between fork and
-// exec, or like this one, ran for a moment without one) is waited for, up
-// to unsureWindow, and killed once its tag shows. The shell exits while
-// the orphan is unreadable; 30 ms later it becomes a tagged sleep.
+// exec, or like this one, runs for a while without one) is waited for, and
+// killed once its tag shows. The leftover, a sh started by env -i, exports
+// the run's tag and execs only once the hunt has seen it unreadable.
 func TestHuntWaitsForALeftoverItCannotReadYet(t *testing.T) {
 	e := bashExecutor(t)
+	e.reaper.unsureFor = leftoverDeadline // room for the exec on a busy machine
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var sawUnsure, released atomic.Bool
+	e.reaper.testHookRound = func(_, unsureOf int) {
+		if unsureOf == 0 || released.Load() {
+			return
+		}
+		sawUnsure.Store(true)
+		// Opens only once the leftover waits in its open of the fifo.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			_ = f.Close()
+			released.Store(true)
+		}
+	}
 	pid, res := leftoverPid(t, e, `f=$(mktemp); `+
-		`setsid env -i /bin/sh -c "echo \$\$ >$f; /bin/sleep 0.03; export `+ExecIDVar+`=$`+ExecIDVar+`; exec /bin/sleep 1000" & `+
+		`setsid env -i /bin/sh -c "echo \$\$ >$f; : <`+fifo+`; export `+ExecIDVar+`=$`+ExecIDVar+`; exec /bin/sleep 1000" & `+
 		`while [ ! -s "$f" ]; do sleep 0.002; done; cat "$f"; rm "$f"`)
+	if !sawUnsure.Load() || !released.Load() {
+		t.Fatalf("the hunt never saw the leftover (pid %d) unreadable and waiting (saw %v, released %v)",
+			pid, sawUnsure.Load(), released.Load())
+	}
 	if !pidGone(pid) {
 		t.Fatalf("the leftover (pid %d) that showed its tag late still runs after the run", pid)
 	}
