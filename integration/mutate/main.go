@@ -62,11 +62,16 @@ const minEfficacy = 90.0
 // kills process groups (killGroup's guard negated makes it kill group 0,
 // the caller's own) then kills its own test, not gremlins and this run.
 // A go test killed by a signal exits 1 here, a failure: gremlins counts
-// only status 1 as a killed mutant, and any other as one that lived.
+// only status 1 as a killed mutant, and any other as one that lived. An
+// INT, TERM or HUP to the stand-in (an interrupted run) kills the session.
+// Gremlins' own timeout SIGKILLs the stand-in alone, which cannot pass it
+// on: that go test then ends at its -timeout, which gremlins sets a little
+// past its own.
 const goStandIn = `#!/bin/sh
 # Written by integration/mutate: gremlins' "go test ... ./..." tests
-# $MUTATE_TESTS instead, in a session of its own, and a go test killed by
-# a signal fails (status 1); every other use of go passes through.
+# $MUTATE_TESTS instead, in a session of its own, killed with the stand-in
+# on INT, TERM or HUP; a go test killed by a signal fails (status 1); every
+# other use of go passes through.
 if [ "$1" = test ]; then
 	shift
 	for a in "$@"; do
@@ -77,8 +82,18 @@ if [ "$1" = test ]; then
 			set -- "$@" "$a"
 		fi
 	done
-	setsid "$MUTATE_REAL_GO" test "$@"
+	# Not a group leader, the child's setsid does not fork: its pid is
+	# its session's and group's id.
+	setsid "$MUTATE_REAL_GO" test "$@" &
+	pid=$!
+	# (its group, or itself if it has not called setsid yet)
+	trap 'kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid"' INT TERM HUP
+	wait "$pid"
 	status=$?
+	while kill -0 "$pid" 2>/dev/null; do # a trap interrupted the wait
+		wait "$pid"
+		status=$?
+	done
 	if [ "$status" -gt 128 ]; then
 		exit 1
 	fi
