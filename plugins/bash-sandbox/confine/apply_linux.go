@@ -64,7 +64,7 @@ func Probe(p Policy) ([]string, error) {
 
 // confinement is what a spawner prepares once for every command it starts,
 // and each command's process puts in force between its clone and its exec
-// (runinit_linux.c): a Landlock ruleset, and seccomp programs.
+// (runinit_linux.c): a Landlock ruleset, and one seccomp filter.
 type confinement struct {
 	landlock int // the ruleset's descriptor
 	filters  [][]unix.SockFilter
@@ -75,7 +75,7 @@ type confinement struct {
 // everywhere, writes only beneath p's writable paths (as they are in the
 // calling process's mount namespace), no TCP unless p.Network, no signals
 // or abstract sockets out of the command's domain; seccomp as
-// loadSeccomp's doc says.
+// seccompProgram's doc says.
 func prepare(p Policy) (*confinement, error) {
 	enforced, err := Probe(p)
 	if err != nil {
@@ -227,8 +227,9 @@ func refusedSyscalls(p Policy) []seccomp.SyscallGroup {
 }
 
 // policyProgram is the library's program for refused: its rules for this
-// architecture's calls, everything else allowed, calls through another
-// architecture's entry included.
+// architecture's calls, and everything else allowed (but x32 calls on
+// amd64, which it fails), calls through another architecture's entry
+// included.
 func policyProgram(refused []seccomp.SyscallGroup) ([]bpf.Instruction, error) {
 	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: refused}
 	return policy.Assemble()

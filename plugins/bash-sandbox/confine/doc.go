@@ -3,7 +3,7 @@
 // The spawner, a re-execution of the plugin binary (HelperMain) in a mount
 // namespace of its own, makes the mounts read-only but for the roots, gives
 // /dev only harmless nodes, mounts the private TMPDIR, and prepares the
-// Landlock ruleset and seccomp programs. Each command then runs in new PID,
+// Landlock ruleset and the seccomp filter. Each command then runs in new PID,
 // IPC and mount namespaces under an init of its own (runinit_linux.c),
 // which kills whatever the command leaves once its shell ends; the command
 // drops every capability and enforces the ruleset and programs before it

@@ -51,8 +51,8 @@ func run(t *testing.T, vm *bpf.VM, data []byte) uint32 {
 
 // The one filter decides every call as the library's program and the
 // foreign-architecture filter loaded after it used to decide together: for
-// every number, x32 calls, five architectures, and the arguments the rules
-// look at.
+// every number, x32 calls, the native architecture and three others, and
+// the arguments the rules look at.
 func TestOneFilterDecidesAsTheRules(t *testing.T) {
 	native := auditArch[runtime.GOARCH]
 	arches := []uint32{native, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_ARM, unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_X86_64}
