@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -876,6 +877,55 @@ func TestSpillFilesAreClosedAfterTheRun(t *testing.T) {
 			if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == path {
 				t.Errorf("descriptor %s still holds the spill file %s after the run", fd.Name(), path)
 			}
+		}
+	}
+}
+
+// A taken spill file name is never reused: createExclusive tries name-2,
+// name-3, … up to name-100 (a hundred names), and past that says why it
+// made none. The files
+// it found in its way are left as they were.
+func TestCreateExclusiveTriesOtherNamesThenGivesUp(t *testing.T) {
+	dir := t.TempDir()
+	take := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("taken"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := func(want string) {
+		t.Helper()
+		f, err := createExclusive(dir, "s")
+		if err != nil {
+			t.Fatalf("with the names before %s taken: %v", want, err)
+		}
+		defer f.Close()
+		if got := filepath.Base(f.Name()); got != want {
+			t.Errorf("made %s, want %s", got, want)
+		}
+	}
+	take("s")
+	create("s-2")
+	for i := 3; i <= 99; i++ {
+		take("s-" + strconv.Itoa(i))
+	}
+	create("s-100")
+	if f, err := createExclusive(dir, "s"); !errors.Is(err, fs.ErrExist) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("with s to s-100 taken: made %v, err %v; want an error that the names exist", f, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 100 {
+		t.Errorf("%d files in the directory, want 100 (s, s-2 … s-100)", len(entries))
+	}
+	for _, de := range entries {
+		if data, err := os.ReadFile(filepath.Join(dir, de.Name())); err != nil || (de.Name() != "s-2" && de.Name() != "s-100" && string(data) != "taken") {
+			t.Errorf("%s was overwritten: %q, %v", de.Name(), data, err)
 		}
 	}
 }
