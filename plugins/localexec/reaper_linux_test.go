@@ -113,6 +113,20 @@ func pidGone(pid int) bool {
 	return false
 }
 
+// pidReaped waits up to 3 s for pid to be gone, reaped: a zombie does not
+// count. It returns pid's last stat line if it is not.
+func pidReaped(pid int) (stat []byte, reaped bool) {
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return nil, true
+		}
+		if time.Now().After(end) {
+			return stat, false
+		}
+	}
+}
+
 // leftoverPid runs command, which prints the pid of a process it leaves
 // behind, and returns that pid and the result; the process is killed and
 // reaped when the test ends, whatever became of it.
@@ -158,14 +172,8 @@ func TestHuntCountsALeftoverOutsideAnyGroupItLeads(t *testing.T) {
 	// sleep is in the group of a setsid bash that exits at once: an
 	// orphan whose group has no leader.
 	pid, res := leftoverPid(t, e, `setsid bash -c 'sleep 1000 & echo $!' | head -1`)
-	for end := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			break // gone, and reaped
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the killed leftover (pid %d) is still there: %q", pid, stat)
-		}
+	if stat, reaped := pidReaped(pid); !reaped {
+		t.Fatalf("the killed leftover (pid %d) is still there: %q", pid, stat)
 	}
 	if res.LeftoversKilled != 1 {
 		t.Errorf("LeftoversKilled = %d, want 1 (the orphan, killed on its own)", res.LeftoversKilled)
@@ -173,16 +181,17 @@ func TestHuntCountsALeftoverOutsideAnyGroupItLeads(t *testing.T) {
 }
 
 // A member of the shell's own group that cleared its environment (and so
-// carries no tag) dies with the run: the group is killed by its id once
-// the shell, its leader, is gone and reaped.
+// carries no tag) dies with the run, and is reaped: the group is killed by
+// its id once the shell, its leader, is gone and reaped, and its members,
+// orphans here, are waited for.
 func TestRunKillsAnUntaggedMemberOfItsGroup(t *testing.T) {
 	e := bashExecutor(t)
 	// The shell ends once sleep runs, its environment empty (as env it
 	// still carried the tag).
 	pid, _ := leftoverPid(t, e, `env -i sleep 1000 >/dev/null 2>&1 & p=$!; `+
 		`until [ "$(cat /proc/$p/comm)" = sleep ]; do sleep 0.01; done; echo $p`)
-	if !pidGone(pid) {
-		t.Errorf("the untagged member (pid %d) of the shell's group still runs after the run", pid)
+	if stat, reaped := pidReaped(pid); !reaped {
+		t.Errorf("the untagged member (pid %d) of the shell's group is still there after the run: %q", pid, stat)
 	}
 }
 
