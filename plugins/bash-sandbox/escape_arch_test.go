@@ -61,10 +61,18 @@ func TestContainForeignArchSockets(t *testing.T) {
 	}{{false, "inet"}, {true, "unix-dgram"}}
 	for _, c := range cases {
 		out, err := exec.Command(helper, c.kind).Output()
-		if !strings.Contains(string(out), "socket fd ") {
+		switch {
+		case strings.Contains(string(out), "socket fd "):
+			t.Logf("outside the sandbox, %s: %q", c.kind, out)
+		case err == nil && strings.Count(string(out), " faults: no i386 entry") == 2:
+			// int $0x80 faults in every process (IA32 emulation is off):
+			// the kernel closes this attack itself. The runs below still
+			// check that no confined command gets a socket this way, and
+			// confine's TestOneFilterDecidesAsTheRules checks the filter.
+			t.Logf("this kernel has no i386 entry; outside the sandbox, %s: %q", c.kind, out)
+		default:
 			skipOrFail(t, "this kernel runs no i386 system calls, so there is nothing to contain: outside the sandbox, %s %s gave %v, %q", helper, c.kind, err, out)
 		}
-		t.Logf("outside the sandbox, %s: %q", c.kind, out)
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("network=%v", c.network), func(t *testing.T) {

@@ -2,7 +2,9 @@
 // call entry (int $0x80) of a 64-bit process, which a seccomp filter for
 // x86-64 alone does not see: by socket (i386 number 359) and by socketcall
 // (102, SYS_SOCKET). It prints "i386-ran", then a line per call: "<call>
-// fd <n>" when it got a socket, "<call> errno <n> (<text>)" when not.
+// fd <n>" when it got a socket, "<call> errno <n> (<text>)" when not, and
+// "<call> faults: no i386 entry (...)" on a kernel without one (IA32
+// emulation off), where int $0x80 raises SIGSEGV in every process.
 //
 // Usage: i386socket inet|unix-dgram
 package main
@@ -10,6 +12,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -41,17 +44,24 @@ func main() {
 		os.Exit(2)
 	}
 	fmt.Println("i386-ran")
-	report("socket", socket386(family, typ, 0))
+	debug.SetPanicOnFault(true) // a faulting int $0x80 panics, and is reported
+	report("socket", func() int32 { return socket386(family, typ, 0) })
 	socketcallArgs = [3]uint32{family, typ, 0}
 	addr := uintptr(unsafe.Pointer(&socketcallArgs))
 	if addr >= 1<<32 {
 		fmt.Printf("socketcall unusable: its arguments are at %#x, above 4 GiB\n", addr)
 		return
 	}
-	report("socketcall", socketcall386(sysSocket, uint32(addr)))
+	report("socketcall", func() int32 { return socketcall386(sysSocket, uint32(addr)) })
 }
 
-func report(call string, r int32) {
+func report(call string, f func() int32) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Printf("%s faults: no i386 entry (%v)\n", call, p)
+		}
+	}()
+	r := f()
 	if r >= 0 {
 		fmt.Printf("%s fd %d\n", call, r)
 		syscall.Close(int(r))
