@@ -51,7 +51,9 @@ var deadlineCases = []suiteCase{
 		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.PIDThen(e.sh.Sleep(1000)), TimeoutMs: 60_000})
 		ctx, cancel := context.WithCancelCause(e.ctx)
 		defer cancel(nil)
-		time.AfterFunc(300*time.Millisecond, func() { cancel(errors.New("the user pressed stop")) })
+		// Late enough that the command has printed its pid on a loaded
+		// machine (a confined start under -race can take a few hundred ms).
+		time.AfterFunc(time.Second, func() { cancel(errors.New("the user pressed stop")) })
 		res, err := e.x.Run(ctx, spec)
 		if err != nil {
 			e.t.Fatalf("an abort settles with a result, not an error: %v", err)
