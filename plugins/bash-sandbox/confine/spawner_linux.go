@@ -332,15 +332,19 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The init taken is replaced once the command runs (or could not):
-	// the spawner's making of the next one does not delay this one's start.
-	// In spare time while others stay ready; at once when none does (a
-	// busy machine has no spare time, and the next start would wait).
-	// Not when enough are ready or on their way already (a start that
-	// found none ready asked for its own, and may have taken another).
+	// The init taken is replaced, not when enough are ready or on their
+	// way already (a start that found none ready asked for its own, and
+	// may have taken another). While another stays ready, in spare time
+	// once the command ended, or had replaceDelay to run: the making of
+	// the next init (its namespaces, its /proc, its command's confinement)
+	// shares no CPU with a short command, not even an idle one's (the
+	// kernel's work for it, its IPIs and locks, slowed the command). At
+	// once when none stays ready (a busy machine has no spare time, and
+	// the next start would wait), or when the command did not start.
 	ahead := len(s.ready) > 0
+	var replace func()
 	defer func() {
-		if s.short() {
+		if replace == nil && s.short() {
 			_ = s.ask(1, ahead)
 		}
 	}()
@@ -391,7 +395,10 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	}
 	running = true
 	s.running.Add(1)
-	return &spawned{s: s, pid: int(m.a), ctl: ctl, pidfd: pidfd, init: initfd, group: group}, nil
+	if ahead {
+		replace = s.replaceLater()
+	}
+	return &spawned{s: s, pid: int(m.a), ctl: ctl, pidfd: pidfd, init: initfd, group: group, replace: replace}, nil
 }
 
 // awaitStart waits for the run's init's first answer, within
@@ -435,6 +442,29 @@ func (s *Spawner) awaitStart(ctl int) (initMsg, []int, error) {
 			}
 			return m, nil, s.gonErr()
 		}
+	}
+}
+
+// replaceDelay is how long a run's command may run before its init is
+// replaced, while another init is ready. A variable for the tests.
+var replaceDelay = 20 * time.Millisecond
+
+// replaceLater asks for one init in spare time when the function it
+// returns is called (the run ended) or after replaceDelay, whichever comes
+// first, if fewer than readyInits are ready or on their way then.
+func (s *Spawner) replaceLater() func() {
+	var once sync.Once
+	replace := func() {
+		once.Do(func() {
+			if s.short() {
+				_ = s.ask(1, true)
+			}
+		})
+	}
+	timer := time.AfterFunc(replaceDelay, replace)
+	return func() {
+		timer.Stop()
+		replace()
 	}
 }
 
@@ -549,6 +579,9 @@ type spawned struct {
 	ended   bool
 	group   *runGroup // the run's memory control group, if any
 	reached []string
+	// replace asks for the run's init's replacement, unless it was asked
+	// for already (nil: it was asked for at the start).
+	replace func()
 }
 
 func (p *spawned) Pid() int { return p.pid }
@@ -595,6 +628,9 @@ func (p *spawned) Wait() (syscall.WaitStatus, error) {
 		p.mu.Unlock()
 		p.reached = p.s.groups.give(p.group)
 		p.s.running.Add(-1)
+		if p.replace != nil {
+			p.replace() // the run is over: its replacement takes no CPU from it
+		}
 	}()
 	m, fd, err := readInitMsg(p.ctl, 0)
 	if fd >= 0 {
