@@ -59,6 +59,23 @@ func TestInitReplacedOnceItsCommandEnds(t *testing.T) {
 			t.Errorf("%d inits asked for in all, want 1 (none again at its end)", got)
 		}
 	})
+	t.Run("failed start", func(t *testing.T) {
+		setReplaceDelay(t, time.Hour)
+		awaitReadyInits(t, s)
+		asked := s.asked.Load()
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		_, err = s.Start(localexec.Launch{Argv: []string{"/bin/true"}, Dir: "/nonexistent-dsh-workdir", Files: [3]*os.File{nil, null, null}})
+		if err == nil {
+			t.Fatal("a command started in a workdir that does not exist")
+		}
+		if got := s.asked.Load() - asked; got != 1 {
+			t.Errorf("%d inits asked for once a start failed (%v), want 1 at once", got, err)
+		}
+	})
 	t.Run("none left ready", func(t *testing.T) {
 		setReplaceDelay(t, time.Hour)
 		awaitReadyInits(t, s)

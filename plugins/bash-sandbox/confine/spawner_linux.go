@@ -142,9 +142,11 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 	return s, nil
 }
 
-// readyInits is how many inits a spawner keeps ready: each one taken is
-// replaced at once, so that commands started one after another, or two
-// at a time, find one waiting.
+// readyInits is how many inits a spawner keeps ready or on their way:
+// each one taken is replaced once its command ended or ran for
+// replaceDelay while another is ready, at once otherwise (see Start), so
+// that commands started one after another, or two at a time, find one
+// waiting.
 const readyInits = 2
 
 // maxReady bounds the ready inits the plugin holds: more would be asked
@@ -217,7 +219,12 @@ func (s *Spawner) ask(n int, ahead bool) error {
 	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
 	err := writeFrame(s.conn, request{Inits: n, Ahead: ahead})
 	_ = s.conn.SetWriteDeadline(time.Time{})
-	if err != nil {
+	switch {
+	case errors.Is(err, net.ErrClosed):
+		// Closed (or killed for another cause, recorded already): a
+		// late replacement's ask is no fault of the spawner's.
+		return fmt.Errorf("%w: it was closed", ErrSpawnerGone)
+	case err != nil:
 		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
 		return s.gonErr()
 	}
@@ -230,9 +237,9 @@ func (s *Spawner) short() bool {
 	return int64(len(s.ready))+s.asked.Load()-s.answered.Load() < readyInits
 }
 
-// take takes a ready init, for the caller to replace with ask(1) once its
-// command started (the spawner's making of the next one then does not
-// slow this one's start). When none is ready it asks for one of its own,
+// take takes a ready init, for the caller to replace (see Start: the
+// spawner's making of the next one then does not slow this one's start,
+// nor a short command's run). When none is ready it asks for one of its own,
 // and waits for one, within replyDeadline, as long as the spawner is
 // neither gone nor stopped. A failure to make an init asked for before
 // this take began is old news: it is replaced, and the take goes on; one
@@ -580,7 +587,7 @@ type spawned struct {
 	group   *runGroup // the run's memory control group, if any
 	reached []string
 	// replace asks for the run's init's replacement, unless it was asked
-	// for already (nil: it was asked for at the start).
+	// for already (nil: Start asked for it, or found enough on their way).
 	replace func()
 }
 
@@ -627,10 +634,12 @@ func (p *spawned) Wait() (syscall.WaitStatus, error) {
 		}
 		p.mu.Unlock()
 		p.reached = p.s.groups.give(p.group)
-		p.s.running.Add(-1)
 		if p.replace != nil {
-			p.replace() // the run is over: its replacement takes no CPU from it
+			// The run is over: its replacement takes no CPU from it.
+			// Before the spawner may count as idle, and be closed.
+			p.replace()
 		}
+		p.s.running.Add(-1)
 	}()
 	m, fd, err := readInitMsg(p.ctl, 0)
 	if fd >= 0 {
