@@ -219,12 +219,7 @@ func (s *Spawner) ask(n int, ahead bool) error {
 	_ = s.conn.SetWriteDeadline(time.Now().Add(replyDeadline))
 	err := writeFrame(s.conn, request{Inits: n, Ahead: ahead})
 	_ = s.conn.SetWriteDeadline(time.Time{})
-	switch {
-	case errors.Is(err, net.ErrClosed):
-		// Closed (or killed for another cause, recorded already): a
-		// late replacement's ask is no fault of the spawner's.
-		return fmt.Errorf("%w: it was closed", ErrSpawnerGone)
-	case err != nil:
+	if err != nil {
 		s.fail(fmt.Errorf("%w: it took no request within %s (%v); it was killed, and will be replaced", ErrSpawnerGone, replyDeadline, err))
 		return s.gonErr()
 	}
