@@ -189,6 +189,8 @@ type spawnerState struct {
 	spec initSpec
 	// inits are the runs' inits not yet reaped, by pid.
 	inits map[int]runInit
+	// slots is the memory of reaped inits, which the next ones reuse.
+	slots initSlots
 }
 
 // runInit is a run's init as its spawner holds it: a pidfd (readable once
@@ -257,7 +259,7 @@ func (s *spawnerState) makeInit(ahead bool) error {
 			defer setPolicy(0, unix.SCHED_IDLE)
 		}
 	}
-	pid, mem, err := startInit(&spec)
+	pid, mem, err := startInit(&spec, &s.slots)
 	unix.Close(pair[1])
 	if err == nil {
 		// Its own child, not yet reaped: the pid is still this init's.

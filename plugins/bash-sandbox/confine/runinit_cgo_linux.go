@@ -25,37 +25,94 @@ const haveRunInit = true
 // (amd64 and arm64, where it makes its system calls itself).
 const sharedVM = C.DSH_SHARED_VM != 0
 
-// initStack is the size of an init's own stack (its command's process
-// maps one of its own).
-const initStack = 64 << 10
+// The parts of an init's slot (initSlots), each a multiple of the page
+// size: its own stack, its command's process's stack (until the command
+// executes), and the area where a run that fits is received. Whatever a
+// run leaves unused costs no memory, only address space.
+const (
+	initStack    = 64 << 10
+	commandStack = 256 << 10
+	runArea      = 128 << 10
+)
 
-// initMem is a run's init's C memory: its dsh_init and its stack, which
-// live until it is reaped (it may share this process's address space).
+// initSlots keeps the memory of reaped inits, for the next ones: a run's
+// init and its command's process share the spawner's address space, where
+// mapping and unmapping memory for each run took the address space's lock
+// while the run's own exec wanted it, faulted in fresh pages, and stopped
+// the spawner's other CPUs to flush their TLBs (a run's biggest kernel
+// cost on a machine where interrupts go through a hypervisor). A nil
+// *initSlots keeps nothing: each slot is unmapped once its init is reaped.
+type initSlots struct {
+	free [][]byte
+}
+
+// maxFreeSlots is how many free slots initSlots keeps; more are unmapped.
+const maxFreeSlots = 8
+
+// get returns a free slot, or maps a new one: a guard page, the init's
+// stack, a guard page, the command's stack, the run area. A stack that
+// overruns faults on its guard (the process dies), rather than writing
+// over this process's memory.
+func (s *initSlots) get() ([]byte, error) {
+	if s != nil && len(s.free) > 0 {
+		slot := s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		return slot, nil
+	}
+	page := os.Getpagesize()
+	slot, err := unix.Mmap(-1, 0, page+initStack+page+commandStack+runArea, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
+	if err != nil {
+		return nil, err
+	}
+	for _, guard := range []int{0, page + initStack} {
+		if err := unix.Mprotect(slot[guard:guard+page], unix.PROT_NONE); err != nil {
+			_ = unix.Munmap(slot)
+			return nil, err
+		}
+	}
+	return slot, nil
+}
+
+// put takes back the slot of a reaped init.
+func (s *initSlots) put(slot []byte) {
+	if s == nil || len(s.free) >= maxFreeSlots {
+		_ = unix.Munmap(slot)
+		return
+	}
+	s.free = append(s.free, slot)
+}
+
+// initMem is a run's init's memory: its dsh_init and its slot, which live
+// until it is reaped (it may share this process's address space).
 type initMem struct {
 	init  *C.struct_dsh_init
 	frees []unsafe.Pointer
-	// stack is the init's stack, its lowest page a guard.
-	stack []byte
+	slots *initSlots
+	slot  []byte
 }
 
-// release unmaps what the reaped init left mapped, and frees its memory.
+// release unmaps what the reaped init left mapped, frees its memory, and
+// gives its slot back.
 func (m *initMem) release() {
 	if m == nil {
 		return
 	}
-	C.dsh_release_init(m.init)
+	if m.init != nil {
+		C.dsh_release_init(m.init)
+	}
 	for _, p := range m.frees {
 		C.free(p)
 	}
 	m.frees = nil
-	if m.stack != nil {
-		_ = unix.Munmap(m.stack)
-		m.stack = nil
+	if m.slot != nil {
+		m.slots.put(m.slot)
+		m.slot = nil
 	}
 }
 
 // mapped lists the start of each mapping the init (or its command's
-// process) still has in this process's address space.
+// process) still has in this process's address space: those it made for
+// a run too large for its run area.
 func (m *initMem) mapped() []uintptr {
 	var starts []uintptr
 	for i := range C.DSH_MAPS {
@@ -67,11 +124,12 @@ func (m *initMem) mapped() []uintptr {
 }
 
 // startInit starts a run's init (runinit_linux.c) in new namespaces, ready
-// for its run, and returns its pid and its memory, to release once it is
-// reaped. Call it from the thread that outlives the init: the init dies
-// with the thread that started it.
-func startInit(w *initSpec) (int, *initMem, error) {
-	m := &initMem{}
+// for its run, in a slot from slots (nil: a slot of its own), and returns
+// its pid and its memory, to release once it is reaped. Call it from the
+// thread that outlives the init: the init dies with the thread that
+// started it.
+func startInit(w *initSpec, slots *initSlots) (int, *initMem, error) {
+	m := &initMem{slots: slots}
 	alloc := func(n int) unsafe.Pointer {
 		if n == 0 {
 			n = 1
@@ -114,18 +172,19 @@ func startInit(w *initSpec) (int, *initMem, error) {
 	if w.background {
 		init.background = 1
 	}
-	// Its own mapping, whose lowest page faults: an init that overran its
-	// stack dies, rather than writing over this process's memory.
-	stack, err := unix.Mmap(-1, 0, initStack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
+	slot, err := slots.get()
 	if err != nil {
 		m.release()
 		return 0, nil, err
 	}
-	m.stack = stack
-	if err := unix.Mprotect(stack[:os.Getpagesize()], unix.PROT_NONE); err != nil {
-		m.release()
-		return 0, nil, err
-	}
+	m.slot = slot
+	page := os.Getpagesize()
+	stack := slot[page : page+initStack]
+	command := slot[page+initStack+page:]
+	init.command_stack = (*C.char)(unsafe.Pointer(&command[0]))
+	init.command_stack_len = C.ulong(commandStack)
+	init.run_area = (*C.char)(unsafe.Pointer(&command[commandStack]))
+	init.run_area_len = C.ulong(runArea)
 	pid := int(C.dsh_start_init(init, unsafe.Pointer(&stack[0]), initStack))
 	if pid < 0 {
 		m.release()

@@ -1,11 +1,12 @@
 //go:build linux && cgo
 
 // The per-run init of bash-sandbox, in C because it runs beside a Go
-// process, where no Go code may run: it makes system calls, maps the memory
-// it needs (no malloc), and never returns into Go. On amd64 and arm64 it
-// shares the spawner's address space (CLONE_VM): its making costs no copy
-// of the spawner's memory, and its end no teardown of one. It then touches
-// only its own stack, its dsh_init and what it maps, and makes its system
+// process, where no Go code may run: it makes system calls, uses the memory
+// the spawner lends it (no malloc), and never returns into Go. On amd64 and
+// arm64 it shares the spawner's address space (CLONE_VM): its making costs
+// no copy of the spawner's memory, and its end no teardown of one. It then
+// touches only its stacks, its dsh_init, the lent run area and what it
+// maps (for a run too large for that area), and makes its system
 // calls itself, never through libc's wrappers: those write errno, and a
 // cancellation state, in the spawner's main thread (whose thread pointer
 // it shares). What it still calls of libc touches no such state: the
@@ -204,8 +205,8 @@ struct dsh_run {
 
 // The command's side, from its clone, ahead of the run, to its exec. It
 // shares the init's memory (CLONE_VM | CLONE_VFORK), the init waiting: it
-// writes only its own stack, the run it receives (in memory it maps), and
-// the failure it reports.
+// writes only its own stack, the run it receives (in the run area, or in
+// memory it maps), and the failure it reports.
 struct child {
 	struct dsh_init *init;
 	struct dsh_run *run;
@@ -284,10 +285,20 @@ static long receive_run(struct dsh_init *w, struct dsh_run *r) {
 	    h.size < 1 || h.size > DSH_RUN_MAX_SIZE || (int64_t)h.argc + h.envc + 1 > h.size ||
 	    nfds != stdin_sent + 2 + h.ncgroups)
 		return -EINVAL;
-	char *buf = map(w, DSH_MAP_RUN, (unsigned long)h.size);
-	char **ptrs = map(w, DSH_MAP_ARGV, ((unsigned long)h.argc + (unsigned long)h.envc + 2) * sizeof(char *));
-	if (!buf || !ptrs)
-		return -ENOMEM;
+	// In the run area when it fits (no mapping: see run_area), else in
+	// mappings of its own.
+	unsigned long vectors = ((unsigned long)h.argc + (unsigned long)h.envc + 2) * sizeof(char *);
+	char **ptrs;
+	char *buf;
+	if (vectors + (unsigned long)h.size <= w->run_area_len) {
+		ptrs = (char **)w->run_area;
+		buf = w->run_area + vectors;
+	} else {
+		buf = map(w, DSH_MAP_RUN, (unsigned long)h.size);
+		ptrs = map(w, DSH_MAP_ARGV, vectors);
+		if (!buf || !ptrs)
+			return -ENOMEM;
+	}
 	long err = recv_all(w->ctl, buf, (unsigned long)h.size);
 	if (err < 0)
 		return err;
@@ -425,8 +436,6 @@ static long keep_only(const int *keep, int n) {
 	}
 }
 
-#define COMMAND_STACK (256 * 1024)
-
 // RESERVED_PIDS is the kernel's: once a PID namespace's numbers wrap, they
 // start again above it.
 #define RESERVED_PIDS 300
@@ -552,16 +561,14 @@ static int init_main(void *arg) {
 	// init for its exec (or its end).
 	struct dsh_run run;
 	memset(&run, 0, sizeof run);
-	char *stack = map(w, DSH_MAP_STACK, COMMAND_STACK);
-	if (!stack)
-		failed(w->ctl, -ENOMEM, DSH_OP_CLONE);
 	struct child c = {.init = w, .run = &run};
 	// libc's clone, for its switch to the new stack: it touches no
 	// thread-local state but to report a failure.
-	long shell = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+	long shell = clone(command_main, w->command_stack + w->command_stack_len, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	if (shell < 0)
 		failed(w->ctl, -EAGAIN, DSH_OP_CLONE);
-	// The command executed (or ended): what it mapped here is done with.
+	// The command executed (or ended): what it mapped here for a large
+	// run is done with.
 	for (int i = 0; i < DSH_MAPS; i++)
 		unmap(w, i);
 	if (w->landlock >= 0)

@@ -47,13 +47,13 @@ struct dsh_rlimit {
 	struct rlimit lim;
 };
 
-// The mappings an init and its command's process make, recorded in their
-// dsh_init (see maps there).
+// The mappings a command's process makes for a run too large for the run
+// area its spawner lent (see run_area), recorded in their dsh_init (see
+// maps there).
 enum {
-	DSH_MAP_STACK = 0, // the command's process's stack
-	DSH_MAP_RUN = 1,   // the run, as received
-	DSH_MAP_ARGV = 2,  // its argument and environment vectors
-	DSH_MAPS = 3,
+	DSH_MAP_RUN = 0,  // the run, as received
+	DSH_MAP_ARGV = 1, // its argument and environment vectors
+	DSH_MAPS = 2,
 };
 
 // A run's init, as the spawner makes it ahead of its run: every pointer is
@@ -74,10 +74,19 @@ struct dsh_init {
 	// (CAP_SYS_NICE, which it drops next), so the run itself never waits
 	// on an idle priority.
 	int background;
+	// Memory the spawner lends in its address space, which it reuses for
+	// another init once this one is reaped (no mapping, page fault or TLB
+	// shootdown per run): the command's process's stack (its top at
+	// command_stack + command_stack_len), and run_area, page-aligned,
+	// where a run that fits is received (its vectors, then its strings).
+	char *command_stack;
+	unsigned long command_stack_len;
+	char *run_area;
+	unsigned long run_area_len;
 	// Where the init shares the spawner's address space (CLONE_VM), the
-	// memory it and its command's process map there: address and length,
-	// zeroed once unmapped. The spawner, reaping an init that was killed,
-	// unmaps what is left.
+	// memory its command's process maps there for a run larger than
+	// run_area: address and length, zeroed once unmapped. The spawner,
+	// reaping an init that was killed, unmaps what is left.
 	void *maps[DSH_MAPS];
 	unsigned long maplens[DSH_MAPS];
 };

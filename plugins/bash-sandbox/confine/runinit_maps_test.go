@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,11 +23,12 @@ import (
 const mapsChildVar = "DSH_TEST_INIT_MAPS_PARENT_MNT_NS"
 
 // A run's init shares its starter's address space (CLONE_VM), and so does
-// its command's process until it executes: what they map there (the
-// command's stack, the run as received) is unmapped by the init once the
-// command executed; an init killed before that leaves its mappings to
-// whoever reaps it, and release unmaps them. Neither way does a run leave
-// memory mapped in the spawner.
+// its command's process until it executes. They use the slot their starter
+// lends (stacks, run area), which the next init reuses: a run that fits
+// maps nothing. What the command's process maps for a larger run is
+// unmapped by the init once the command executed; an init killed before
+// that leaves its mappings to whoever reaps it, and release unmaps them.
+// Neither way does a run leave memory mapped in the spawner.
 func TestInitUnmapsWhatItMaps(t *testing.T) {
 	if !sharedVM {
 		t.Skip("on this architecture a run's init is a forked copy: it maps nothing in its starter")
@@ -76,9 +78,9 @@ func initMapsChild(t *testing.T, parentNS string) {
 		t.Fatal(err)
 	}
 	defer unix.Close(null)
-	// start makes a ready init, and returns its socket (closed when the
-	// test ends), its pid and its memory.
-	start := func(t *testing.T) (int, int, *initMem) {
+	// start makes a ready init in a slot from slots, and returns its
+	// socket (closed when the test ends), its pid and its memory.
+	start := func(t *testing.T, slots *initSlots) (int, int, *initMem) {
 		t.Helper()
 		ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -86,7 +88,7 @@ func initMapsChild(t *testing.T, parentNS string) {
 		}
 		t.Cleanup(func() { unix.Close(ctl[0]) })
 		spec := &initSpec{ctl: ctl[1], life: life[0], landlock: -1, cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true}
-		pid, mem, err := startInit(spec)
+		pid, mem, err := startInit(spec, slots)
 		unix.Close(ctl[1])
 		if err != nil {
 			t.Fatal(err)
@@ -103,9 +105,10 @@ func initMapsChild(t *testing.T, parentNS string) {
 	}
 
 	t.Run("ran", func(t *testing.T) {
-		ctl, pid, mem := start(t)
+		ctl, pid, mem := start(t, nil)
 		defer mem.release()
-		// A run of several chunks: the run's own mapping is a large one.
+		// A run of several chunks, too large for the run area: the run's
+		// own mapping is a large one.
 		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 100_000)}, []string{"A=b"}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +131,7 @@ func initMapsChild(t *testing.T, parentNS string) {
 	// (the init once read the chunk's first 32 KiB, and waited for ever
 	// for the rest), and leaves nothing mapped.
 	t.Run("oversized-chunk", func(t *testing.T) {
-		ctl, pid, mem := start(t)
+		ctl, pid, mem := start(t, nil)
 		defer mem.release()
 		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 2*runChunk)}, nil, t.TempDir())
 		if err != nil {
@@ -161,13 +164,28 @@ func initMapsChild(t *testing.T, parentNS string) {
 		}
 	})
 
-	t.Run("killed-ready", func(t *testing.T) {
-		_, pid, mem := start(t)
-		// Ready: the command's process has its stack, and waits for a run
-		// that never comes.
-		for began := time.Now(); len(mem.mapped()) == 0; time.Sleep(time.Millisecond) {
+	// An init killed while its command's process receives a run too large
+	// for the run area leaves that run's mappings; release unmaps them.
+	t.Run("killed-receiving", func(t *testing.T) {
+		ctl, pid, mem := start(t, nil)
+		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 2*runArea)}, nil, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, runHeaderLen)
+		e := binary.NativeEndian
+		e.PutUint32(head[0:], runKind)
+		e.PutUint32(head[8:], 2) // argc
+		e.PutUint64(head[24:], uint64(len(run.body)))
+		if err := sendPacket(ctl, head, unix.UnixRights(null, null)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sendPacket(ctl, run.body[:runChunk], nil); err != nil { // the rest never comes
+			t.Fatal(err)
+		}
+		for began := time.Now(); len(mem.mapped()) < 2; time.Sleep(time.Millisecond) {
 			if time.Since(began) > 10*time.Second {
-				t.Fatal("the init never made its command's process")
+				t.Fatalf("the command's process never mapped the large run (%d mappings)", len(mem.mapped()))
 			}
 		}
 		if err := unix.Kill(pid, unix.SIGKILL); err != nil {
@@ -187,6 +205,58 @@ func initMapsChild(t *testing.T, parentNS string) {
 			if strings.Contains(string(maps), fmt.Sprintf("%x-", start)) {
 				t.Errorf("the killed init's mapping at %#x is still mapped after release", start)
 			}
+		}
+	})
+
+	// Inits made one after another reuse one slot: a run that fits maps
+	// nothing, and what an earlier, larger run left in the run area does
+	// not reach a later one (its arguments and environment are its own).
+	t.Run("reused", func(t *testing.T) {
+		slots := &initSlots{}
+		defer func() {
+			for _, slot := range slots.free {
+				_ = unix.Munmap(slot)
+			}
+		}()
+		runs := []struct {
+			argv, env []string
+		}{
+			{[]string{"/bin/sh", "-c", `[ "$#" -eq 3 ] && [ "$B" = leftover ]`, "sh", "one", "two", "three"}, []string{"A=" + strings.Repeat("a", 30_000), "B=leftover"}},
+			{[]string{"/bin/sh", "-c", `[ "$#" -eq 0 ] && [ -z "${B+set}" ] && [ "$A" = b ]`}, []string{"A=b"}},
+		}
+		var first uintptr
+		for i, r := range runs {
+			ctl, pid, mem := start(t, slots)
+			at := uintptr(unsafe.Pointer(&mem.slot[0]))
+			if i == 0 {
+				first = at
+			} else if at != first {
+				t.Errorf("init %d was made in a new slot at %#x, not in the free one at %#x", i, at, first)
+			}
+			run, err := newRunRequest(r.argv, r.env, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			run.stdin, run.stdout, run.stderr = null, null, null
+			if err := sendRun(ctl, run); err != nil {
+				t.Fatal(err)
+			}
+			err = driveInit(ctl)
+			left, slot := mem.mapped(), mem.slot
+			reap(pid)
+			mem.release()
+			if err != nil {
+				t.Fatalf("run %d: %v", i, err)
+			}
+			if len(left) != 0 {
+				t.Errorf("run %d, which fits the run area, left %d regions mapped: %#x", i, len(left), left)
+			}
+			if area := slot[len(slot)-runArea:]; !bytes.Contains(area, []byte(r.argv[2])) {
+				t.Errorf("run %d, which fits the run area, was not received there", i)
+			}
+		}
+		if len(slots.free) != 1 {
+			t.Errorf("%d free slots after two inits one after another, want 1", len(slots.free))
 		}
 	})
 }

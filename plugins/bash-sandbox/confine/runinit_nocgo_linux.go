@@ -12,7 +12,10 @@ type initMem struct{}
 
 func (*initMem) release() {}
 
-func startInit(*initSpec) (int, *initMem, error) {
+// initSlots is the memory of reaped inits; a build without cgo has none.
+type initSlots struct{}
+
+func startInit(*initSpec, *initSlots) (int, *initMem, error) {
 	return 0, nil, errors.New("this build of the sandbox has no per-run init: build it with cgo")
 }
 

@@ -237,7 +237,7 @@ func startAndWait(spec *initSpec, run runRequest) error {
 	}
 	defer unix.Close(ctl[0])
 	spec.ctl = ctl[1]
-	pid, mem, err := startInit(spec)
+	pid, mem, err := startInit(spec, nil)
 	unix.Close(ctl[1])
 	if err != nil {
 		return fmt.Errorf("starting the run's init: %w", err)
