@@ -267,8 +267,13 @@ func (s *spawnerState) makeInit(ahead bool) error {
 		if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			var ws unix.WaitStatus
-			_, _ = unix.Wait4(pid, &ws, 0, nil)
-			mem.release()
+			got, werr := unix.Wait4(pid, &ws, 0, nil)
+			for werr == unix.EINTR {
+				got, werr = unix.Wait4(pid, &ws, 0, nil)
+			}
+			if got == pid {
+				mem.release() // else its slot may still be in use: leaked, not lent again
+			}
 		} else {
 			s.inits[pid] = runInit{pidfd: pidfd, mem: mem}
 		}

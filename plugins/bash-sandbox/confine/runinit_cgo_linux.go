@@ -91,24 +91,33 @@ type initMem struct {
 	slot  []byte
 }
 
-// release unmaps what the reaped init left mapped, frees its memory, and
-// gives its slot back.
+// release unmaps what the reaped init left mapped, clears what its run
+// left in the run area, frees its memory, and gives its slot back. Safe to
+// call twice.
 func (m *initMem) release() {
 	if m == nil {
 		return
 	}
 	if m.init != nil {
 		C.dsh_release_init(m.init)
+		if m.slot != nil {
+			used := min(int(m.init.run_area_used), runArea)
+			clear(m.slot[len(m.slot)-runArea:][:used])
+		}
 	}
 	for _, p := range m.frees {
 		C.free(p)
 	}
-	m.frees = nil
+	m.frees, m.init = nil, nil
 	if m.slot != nil {
 		m.slots.put(m.slot)
 		m.slot = nil
 	}
 }
+
+// receivedInRunArea says whether the init's run was received in its slot's
+// run area (it fit), rather than in mappings of its own.
+func (m *initMem) receivedInRunArea() bool { return m.init.run_area_used > 0 }
 
 // mapped lists the start of each mapping the init (or its command's
 // process) still has in this process's address space: those it made for

@@ -291,6 +291,7 @@ static long receive_run(struct dsh_init *w, struct dsh_run *r) {
 	char **ptrs;
 	char *buf;
 	if (vectors + (unsigned long)h.size <= w->run_area_len) {
+		w->run_area_used = vectors + (unsigned long)h.size;
 		ptrs = (char **)w->run_area;
 		buf = w->run_area + vectors;
 	} else {

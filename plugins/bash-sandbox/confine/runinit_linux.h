@@ -83,6 +83,10 @@ struct dsh_init {
 	unsigned long command_stack_len;
 	char *run_area;
 	unsigned long run_area_len;
+	// How much of run_area the run took (set before it is received): what
+	// the spawner clears once the init is reaped, so that one run's
+	// arguments and environment do not stay in its memory.
+	unsigned long run_area_used;
 	// Where the init shares the spawner's address space (CLONE_VM), the
 	// memory its command's process maps there for a run larger than
 	// run_area: address and length, zeroed once unmapped. The spawner,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,9 +108,11 @@ func initMapsChild(t *testing.T, parentNS string) {
 	t.Run("ran", func(t *testing.T) {
 		ctl, pid, mem := start(t, nil)
 		defer mem.release()
-		// A run of several chunks, too large for the run area: the run's
-		// own mapping is a large one.
-		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 100_000)}, []string{"A=b"}, t.TempDir())
+		// A run of several chunks, too large for the run area: it is
+		// received in mappings of its own, which the init unmaps once its
+		// command executed. (No one string may pass the kernel's 128 KiB.)
+		big := strings.Repeat("x", runArea/2)
+		run, err := newRunRequest([]string{"/bin/true", big, big, big}, []string{"A=b"}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,6 +125,9 @@ func initMapsChild(t *testing.T, parentNS string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if mem.receivedInRunArea() {
+			t.Fatal("the run was received in the run area: nothing here tests the init's own mappings")
+		}
 		if left := mem.mapped(); len(left) != 0 {
 			t.Errorf("the init left %d mappings in its starter after its command ran: %#x", len(left), left)
 		}
@@ -129,11 +135,12 @@ func initMapsChild(t *testing.T, parentNS string) {
 
 	// A run whose strings come in a message longer than a chunk is refused
 	// (the init once read the chunk's first 32 KiB, and waited for ever
-	// for the rest), and leaves nothing mapped.
+	// for the rest), and leaves nothing mapped. It is larger than the run
+	// area, so that it is received in mappings of its own.
 	t.Run("oversized-chunk", func(t *testing.T) {
 		ctl, pid, mem := start(t, nil)
 		defer mem.release()
-		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", 2*runChunk)}, nil, t.TempDir())
+		run, err := newRunRequest([]string{"/bin/true", strings.Repeat("x", runArea)}, nil, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,6 +165,9 @@ func initMapsChild(t *testing.T, parentNS string) {
 		reap(pid)
 		if err != nil || m.kind != msgFailed || unix.Errno(m.a) != unix.EMSGSIZE {
 			t.Errorf("the init answered %+v (%v), want a failure with EMSGSIZE", m, err)
+		}
+		if mem.receivedInRunArea() {
+			t.Error("the run was taken for one that fits the run area: nothing here tests the init's own mappings")
 		}
 		if left := mem.mapped(); len(left) != 0 {
 			t.Errorf("the refused run left %d mappings: %#x", len(left), left)
@@ -208,9 +218,10 @@ func initMapsChild(t *testing.T, parentNS string) {
 		}
 	})
 
-	// Inits made one after another reuse one slot: a run that fits maps
-	// nothing, and what an earlier, larger run left in the run area does
-	// not reach a later one (its arguments and environment are its own).
+	// Inits made one after another reuse one slot: a run that fits is
+	// received in its run area, which is cleared once the init is reaped
+	// (no run's arguments or environment stay in the spawner's memory), and
+	// what an earlier, larger run left there does not reach a later one.
 	t.Run("reused", func(t *testing.T) {
 		slots := &initSlots{}
 		defer func() {
@@ -242,17 +253,18 @@ func initMapsChild(t *testing.T, parentNS string) {
 				t.Fatal(err)
 			}
 			err = driveInit(ctl)
-			left, slot := mem.mapped(), mem.slot
 			reap(pid)
-			mem.release()
+			area := mem.slot[len(mem.slot)-runArea:]
+			inArea, received := mem.receivedInRunArea(), bytes.Contains(area, []byte(r.argv[2]))
+			mem.release() // the slot stays mapped: it is kept for the next init
 			if err != nil {
 				t.Fatalf("run %d: %v", i, err)
 			}
-			if len(left) != 0 {
-				t.Errorf("run %d, which fits the run area, left %d regions mapped: %#x", i, len(left), left)
-			}
-			if area := slot[len(slot)-runArea:]; !bytes.Contains(area, []byte(r.argv[2])) {
+			if !inArea || !received {
 				t.Errorf("run %d, which fits the run area, was not received there", i)
+			}
+			if j := slices.IndexFunc(area, func(b byte) bool { return b != 0 }); j >= 0 {
+				t.Errorf("run %d left bytes in the run area once released (at %d: %q)", i, j, area[j:min(j+32, len(area))])
 			}
 		}
 		if len(slots.free) != 1 {
