@@ -324,7 +324,7 @@ func (p *remoteProcess) ReadOutput(ctx context.Context) (OutputRead, error) {
 		return OutputRead{}, fromStatus(ctx, err)
 	}
 	r := OutputRead{
-		Delta: string(resp.GetDelta()), Lossy: resp.GetLossy(),
+		Delta: stringOwning(resp.GetDelta()), Lossy: resp.GetLossy(), // resp is ours alone, and dropped
 		StdoutSpillPath: resp.GetStdoutSpillPath(), StderrSpillPath: resp.GetStderrSpillPath(),
 	}
 	if e := resp.GetEnds(); e != nil {

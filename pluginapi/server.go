@@ -176,7 +176,7 @@ func (s *grpcServer) ReadOutput(ctx context.Context, req *pb.ReadOutputRequest) 
 		return nil, toStatus(err)
 	}
 	resp := &pb.ReadOutputResponse{
-		Delta: []byte(r.Delta), Lossy: r.Lossy,
+		Delta: bytesOf(r.Delta), Lossy: r.Lossy, // only marshalled from here
 		StdoutSpillPath: r.StdoutSpillPath, StderrSpillPath: r.StderrSpillPath,
 	}
 	if r.Ends != nil {

@@ -55,7 +55,7 @@ func (x *echoExecutor) Close(context.Context) error {
 
 // serveOverPipe serves x at one end of an in-memory stream and dials it
 // from the other; served says how ServeStream ended.
-func serveOverPipe(t *testing.T, x pluginapi.ShellExecutor) (client *pluginapi.StreamClient, agentEnd net.Conn, served *serveResult) {
+func serveOverPipe(t testing.TB, x pluginapi.ShellExecutor) (client *pluginapi.StreamClient, agentEnd net.Conn, served *serveResult) {
 	t.Helper()
 	// Registered first, checked last: once the stream and both ends are
 	// gone, nothing of theirs may still run.

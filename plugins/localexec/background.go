@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -156,23 +157,31 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 	if errLost {
 		errOut = trimIncompleteStart(errOut)
 	}
-	var delta strings.Builder
-	delta.Grow(len(out) + 1 + len(pluginapi.StderrSectionHeader) + len(errOut))
-	delta.Write(out)
-	if len(errOut) > 0 {
-		if len(out) > 0 && out[len(out)-1] != '\n' {
-			delta.WriteByte('\n')
-		}
-		delta.WriteString(pluginapi.StderrSectionHeader)
-		delta.Write(errOut)
-	}
 	return pluginapi.OutputRead{
-		Delta:           delta.String(),
+		Delta:           joinDelta(out, errOut),
 		Lossy:           outLost || errLost,
 		StdoutSpillPath: bp.stdout.spill.path,
 		StderrSpillPath: bp.stderr.spill.path,
 		Ends:            &pluginapi.StreamEnds{Stdout: outEnd, Stderr: errEnd},
 	}, nil
+}
+
+// joinDelta is a read's text: out, then errOut under the stderr header.
+// Both are take's copies, the caller's alone: stdout alone (a busy
+// stream's megabytes) becomes the text without another copy.
+func joinDelta(out, errOut []byte) string {
+	if len(errOut) == 0 {
+		return unsafe.String(unsafe.SliceData(out), len(out))
+	}
+	var delta strings.Builder
+	delta.Grow(len(out) + 1 + len(pluginapi.StderrSectionHeader) + len(errOut))
+	delta.Write(out)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		delta.WriteByte('\n')
+	}
+	delta.WriteString(pluginapi.StderrSectionHeader)
+	delta.Write(errOut)
+	return delta.String()
 }
 
 // SpillPaths names the spill files of the process's streams, made when it

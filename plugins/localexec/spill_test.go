@@ -929,3 +929,32 @@ func TestCreateExclusiveTriesOtherNamesThenGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// A read of stdout alone costs the one copy out of the unread buffer: that
+// copy is the read's text, not copied again (a busy stream gives a
+// megabyte a read, read after read).
+func TestBackgroundReadOfStdoutCopiesItOnce(t *testing.T) {
+	e, _ := spillExecutor(t, "")
+	ctx := context.Background()
+	const size = 512 << 10
+	p := startCmd(t, e, pluginapi.ExecRequest{
+		Command:        fmt.Sprintf("head -c %d /dev/zero | tr '\\0' y", size),
+		StdoutMaxBytes: size,
+	})
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := p.ReadOutput(ctx)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Delta) != size || strings.Trim(r.Delta, "y") != "" {
+		t.Fatalf("read %d bytes (%.20q...), want %d of y", len(r.Delta), r.Delta, size)
+	}
+	if copies := float64(after.TotalAlloc-before.TotalAlloc) / size; copies > 1.5 {
+		t.Errorf("a read of %d bytes of stdout allocated %.2f times that: the text was copied again", size, copies)
+	}
+}
