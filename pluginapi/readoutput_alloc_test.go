@@ -12,7 +12,7 @@ import (
 // busyExecutor starts processes whose every read returns the same
 // megabyte of output.
 type busyExecutor struct {
-	echoExecutor
+	*echoExecutor
 	delta string
 }
 
@@ -39,7 +39,7 @@ func (p busyProcess) ReadOutput(context.Context) (pluginapi.OutputRead, error) {
 // output crosses.
 func TestReadOutputCrossesAHopWithoutExtraCopies(t *testing.T) {
 	const size = 1 << 20
-	x := &busyExecutor{echoExecutor: *newEchoExecutor(), delta: strings.Repeat("y\n", size/2)}
+	x := &busyExecutor{echoExecutor: newEchoExecutor(), delta: strings.Repeat("y\n", size/2)}
 	c, _, _ := serveOverPipe(t, x)
 	ctx := context.Background()
 	p, err := c.Start(ctx, pluginapi.ExecSpec{Command: "yes"})
@@ -74,7 +74,7 @@ func TestReadOutputCrossesAHopWithoutExtraCopies(t *testing.T) {
 
 // BenchmarkReadOutputHop is one read of 1 MiB across a hop (both ends).
 func BenchmarkReadOutputHop(b *testing.B) {
-	x := &busyExecutor{echoExecutor: *newEchoExecutor(), delta: strings.Repeat("y\n", 1<<19)}
+	x := &busyExecutor{echoExecutor: newEchoExecutor(), delta: strings.Repeat("y\n", 1<<19)}
 	c, _, _ := serveOverPipe(b, x)
 	ctx := context.Background()
 	p, err := c.Start(ctx, pluginapi.ExecSpec{Command: "yes"})

@@ -104,15 +104,11 @@ func initMapsChild(t *testing.T, parentNS string) {
 			}
 		}
 	}
-
-	t.Run("ran", func(t *testing.T) {
-		ctl, pid, mem := start(t, nil)
-		defer mem.release()
-		// A run of several chunks, too large for the run area: it is
-		// received in mappings of its own, which the init unmaps once its
-		// command executed. (No one string may pass the kernel's 128 KiB.)
-		big := strings.Repeat("x", runArea/2)
-		run, err := newRunRequest([]string{"/bin/true", big, big, big}, []string{"A=b"}, t.TempDir())
+	// runToEnd sends the init at ctl a run of argv and env, drives it to
+	// its end and reaps the init; it returns how the run went.
+	runToEnd := func(t *testing.T, ctl, pid int, argv, env []string) error {
+		t.Helper()
+		run, err := newRunRequest(argv, env, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +118,30 @@ func initMapsChild(t *testing.T, parentNS string) {
 		}
 		err = driveInit(ctl)
 		reap(pid)
-		if err != nil {
+		return err
+	}
+	// sendRunHeader sends the header of a run of two arguments and size
+	// bytes, with stdout and stderr, as sendRun does before its chunks.
+	sendRunHeader := func(t *testing.T, ctl, size int) {
+		t.Helper()
+		head := make([]byte, runHeaderLen)
+		e := binary.NativeEndian
+		e.PutUint32(head[0:], runKind)
+		e.PutUint32(head[8:], 2) // argc
+		e.PutUint64(head[24:], uint64(size))
+		if err := sendPacket(ctl, head, unix.UnixRights(null, null)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("ran", func(t *testing.T) {
+		ctl, pid, mem := start(t, nil)
+		defer mem.release()
+		// A run of several chunks, too large for the run area: it is
+		// received in mappings of its own, which the init unmaps once its
+		// command executed. (No one string may pass the kernel's 128 KiB.)
+		big := strings.Repeat("x", runArea/2)
+		if err := runToEnd(t, ctl, pid, []string{"/bin/true", big, big, big}, []string{"A=b"}); err != nil {
 			t.Fatal(err)
 		}
 		if mem.receivedInRunArea() {
@@ -144,14 +163,7 @@ func initMapsChild(t *testing.T, parentNS string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head := make([]byte, runHeaderLen)
-		e := binary.NativeEndian
-		e.PutUint32(head[0:], runKind)
-		e.PutUint32(head[8:], 2) // argc
-		e.PutUint64(head[24:], uint64(len(run.body)))
-		if err := sendPacket(ctl, head, unix.UnixRights(null, null)); err != nil {
-			t.Fatal(err)
-		}
+		sendRunHeader(t, ctl, len(run.body))
 		if err := sendPacket(ctl, run.body, nil); err != nil { // one message, not chunks
 			t.Fatal(err)
 		}
@@ -182,14 +194,7 @@ func initMapsChild(t *testing.T, parentNS string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head := make([]byte, runHeaderLen)
-		e := binary.NativeEndian
-		e.PutUint32(head[0:], runKind)
-		e.PutUint32(head[8:], 2) // argc
-		e.PutUint64(head[24:], uint64(len(run.body)))
-		if err := sendPacket(ctl, head, unix.UnixRights(null, null)); err != nil {
-			t.Fatal(err)
-		}
+		sendRunHeader(t, ctl, len(run.body))
 		if err := sendPacket(ctl, run.body[:runChunk], nil); err != nil { // the rest never comes
 			t.Fatal(err)
 		}
@@ -244,16 +249,7 @@ func initMapsChild(t *testing.T, parentNS string) {
 			} else if at != first {
 				t.Errorf("init %d was made in a new slot at %#x, not in the free one at %#x", i, at, first)
 			}
-			run, err := newRunRequest(r.argv, r.env, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			run.stdin, run.stdout, run.stderr = null, null, null
-			if err := sendRun(ctl, run); err != nil {
-				t.Fatal(err)
-			}
-			err = driveInit(ctl)
-			reap(pid)
+			err := runToEnd(t, ctl, pid, r.argv, r.env)
 			area := mem.slot[len(mem.slot)-runArea:]
 			inArea, received := mem.receivedInRunArea(), bytes.Contains(area, []byte(r.argv[2]))
 			mem.release() // the slot stays mapped: it is kept for the next init
