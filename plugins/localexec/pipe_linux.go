@@ -15,13 +15,15 @@ import (
 // pipes get it.
 const bulkPipeBytes = 1 << 20
 
-// growPipe makes the pipe r reads bulkPipeBytes long, or leaves it as it
-// is where the kernel refuses (past fs.pipe-max-size, or the user's pipe
-// pages).
-func growPipe(r *os.File) {
+// growPipe makes the pipe r reads bulkPipeBytes long, and says whether it
+// did: it leaves it as it is where the kernel refuses (past
+// fs.pipe-max-size, or the user's pipe pages).
+func growPipe(r *os.File) bool {
 	rc, err := r.SyscallConn()
 	if err != nil {
-		return
+		return false
 	}
-	_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, bulkPipeBytes) })
+	size := 0
+	_ = rc.Control(func(fd uintptr) { size, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, bulkPipeBytes) })
+	return size >= bulkPipeBytes
 }

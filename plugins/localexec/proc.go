@@ -47,13 +47,14 @@ type proc struct {
 // spawn starts argv in workdir with env through launcher, in a new
 // process group, tagged for r, feeding stdin once and sending output to
 // stdout and stderr. A background process's stdout pipe is made larger
-// (growPipe): its output is read in bulk, not line by line.
+// (growPipe): its output is read in batches (copyBulk), not line by line.
 func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer, background bool) (*proc, error) {
 	tag := r.newTag()
 	l := Launch{Argv: argv, Dir: spec.Workdir, Env: append(env, ExecIDVar+"="+tag)}
 	p := &proc{tag: tag, reaper: r, grace: spec.KillGrace()}
 
 	var closeOnStart []*os.File
+	bulk := false // stdout is a grown pipe, read in batches
 	defer func() {
 		for _, f := range closeOnStart {
 			f.Close()
@@ -67,7 +68,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		}
 		p.pipes = append(p.pipes, r)
 		if background && i == 0 {
-			growPipe(r)
+			bulk = growPipe(r)
 		}
 		closeOnStart = append(closeOnStart, wr)
 		l.Files[1+i] = wr
@@ -112,10 +113,14 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 	p.group = newProcessGroup(child)
 	for i, w := range []io.Writer{stdout, stderr} {
 		p.readers.Add(1)
-		go func(r *os.File, w io.Writer) {
+		go func(r *os.File, w io.Writer, bulk bool) {
 			defer p.readers.Done()
+			if bulk {
+				copyBulk(w, r)
+				return
+			}
 			_, _ = io.Copy(w, r)
-		}(p.pipes[i], w)
+		}(p.pipes[i], w, bulk && i == 0)
 	}
 	if p.stdinW != nil {
 		go func(w *os.File, data []byte) {
