@@ -10,6 +10,7 @@ import (
 )
 
 func main() {
-	pluginapi.SetOutputGC() // it forwards output from a container
+	pluginapi.SetOutputGC()   // it forwards output from a container
+	pluginapi.SetRelayProcs() // and relays calls to its agent
 	pluginapi.Serve(container.New())
 }
