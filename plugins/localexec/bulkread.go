@@ -1,8 +1,8 @@
 package localexec
 
 import (
+	"errors"
 	"io"
-	"os"
 	"time"
 )
 
@@ -38,18 +38,25 @@ const bulkReadBytes = 256 << 10
 // smallReadBytes is the buffer a reader starts with (io.Copy's).
 const smallReadBytes = 32 << 10
 
-// copyBulk copies r (a grown pipe) to w until r ends, in batches.
-func copyBulk(w io.Writer, r *os.File) {
+// errEmpty is a bulk pipe's read that found nothing yet.
+var errEmpty = errors.New("the pipe is empty")
+
+// copyBulk copies the bulk pipe b to w, in batches, until it ends or is
+// stopped.
+func copyBulk(w io.Writer, b *bulkPipe) {
 	buf := make([]byte, smallReadBytes)
-	for {
-		n, err := r.Read(buf)
+	for !b.stopping() {
+		n, err := b.read(buf)
 		if n > 0 {
 			_, _ = w.Write(buf[:n])
 		}
-		if err != nil {
-			return
-		}
 		switch {
+		case err == errEmpty:
+			if !b.await() {
+				return
+			}
+		case err != nil:
+			return
 		case n == len(buf) && len(buf) < bulkReadBytes:
 			buf = make([]byte, bulkReadBytes) // a fast writer
 		case n < len(buf):

@@ -1,10 +1,16 @@
 package localexec
 
 import (
+	"context"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // writes records what copyBulk hands its writer, one entry per call.
@@ -26,19 +32,23 @@ func (w *writes) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// bulkPipe is a grown pipe, as a background process's stdout is.
-func bulkPipe(t *testing.T) (r, w *os.File) {
+// openBulkPipe is a bulk pipe, as a background process's stdout is, and
+// its write end; both are closed when the test ends.
+func openBulkPipe(t *testing.T) (*bulkPipe, *os.File) {
 	t.Helper()
-	r, w, err := os.Pipe()
+	b, w, err := newBulkPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !growPipe(r) {
-		r.Close()
-		w.Close()
+	if b == nil {
 		t.Fatal("the pipe could not be grown to bulkPipeBytes")
 	}
-	return r, w
+	t.Cleanup(func() {
+		w.Close()
+		b.f.Close()
+		b.closeEvent()
+	})
+	return b, w
 }
 
 // withPace runs the test with bulkPace set to d.
@@ -48,13 +58,13 @@ func withPace(t *testing.T, d time.Duration) {
 	t.Cleanup(func() { bulkPace = old })
 }
 
-// copyInBackground runs copyBulk(w, r) and returns a channel closed when
+// copyInBackground runs copyBulk(w, b) and returns a channel closed when
 // it returns; the test waits for it.
-func copyInBackground(t *testing.T, w *writes, r *os.File) <-chan struct{} {
+func copyInBackground(t *testing.T, w *writes, b *bulkPipe) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		copyBulk(w, r)
+		copyBulk(w, b)
 	}()
 	t.Cleanup(func() {
 		select {
@@ -62,7 +72,6 @@ func copyInBackground(t *testing.T, w *writes, r *os.File) <-chan struct{} {
 		case <-time.After(10 * time.Second):
 			t.Error("copyBulk did not return once its pipe closed")
 		}
-		r.Close()
 	})
 	return done
 }
@@ -73,9 +82,9 @@ func copyInBackground(t *testing.T, w *writes, r *os.File) <-chan struct{} {
 // three).
 func TestBulkReaderGathersWritesWithinItsPace(t *testing.T) {
 	withPace(t, time.Second)
-	r, pw := bulkPipe(t)
+	b, pw := openBulkPipe(t)
 	w := newWrites()
-	copyInBackground(t, w, r)
+	copyInBackground(t, w, b)
 	defer pw.Close()
 
 	if _, err := pw.Write([]byte("first\n")); err != nil {
@@ -107,7 +116,7 @@ func TestBulkReaderGathersWritesWithinItsPace(t *testing.T) {
 // is read.)
 func TestBulkReaderDrainsAFullPipeInLargeReads(t *testing.T) {
 	withPace(t, time.Second)
-	r, pw := bulkPipe(t)
+	b, pw := openBulkPipe(t)
 	data := make([]byte, bulkPipeBytes)
 	for i := range data {
 		data[i] = byte('a' + i%26)
@@ -118,8 +127,7 @@ func TestBulkReaderDrainsAFullPipeInLargeReads(t *testing.T) {
 	pw.Close()
 	w := newWrites()
 	began := time.Now()
-	copyBulk(w, r)
-	r.Close()
+	copyBulk(w, b)
 	if string(w.data) != string(data) {
 		t.Fatalf("handed on %d bytes, not the %d written, in order", len(w.data), len(data))
 	}
@@ -129,5 +137,124 @@ func TestBulkReaderDrainsAFullPipeInLargeReads(t *testing.T) {
 	}
 	if took := time.Since(began); took > 2500*time.Millisecond {
 		t.Fatalf("draining a full pipe took %v: the reader paused between full reads (its pace is 1 s; one pause is due, after the last)", took)
+	}
+}
+
+// stop ends a reader waiting for bytes that will not come (the writer
+// still holds the pipe open), and one that would go on reading.
+func TestBulkReaderStops(t *testing.T) {
+	withPace(t, time.Millisecond)
+	b, pw := openBulkPipe(t)
+	w := newWrites()
+	done := copyInBackground(t, w, b)
+	if _, err := pw.Write([]byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-w.got
+	time.Sleep(50 * time.Millisecond) // the pipe is empty: it waits in poll
+	b.stop()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("copyBulk still waiting for bytes 5 s after stop")
+	}
+	b.stop() // again, and after the reader is done: harmless
+}
+
+// A background process that leaves behind something it cannot be told
+// apart from (it cleared its environment, and left the session) holding
+// its stdout still ends: its readers stop after drainDelay, and Wait
+// returns with what was read. (The shell waits until the leftover has
+// cleared its environment: one still tagged would be killed.)
+func TestBackgroundEndsThoughALeftoverHoldsItsStdout(t *testing.T) {
+	e := bashExecutor(t)
+	ctx := t.Context()
+	spec, err := e.Resolve(ctx, pluginapi.ExecRequest{Command: "env -i setsid sleep 30 & sleep 0.5; echo $!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	p, err := e.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	exit, err := p.Wait(waitCtx)
+	if err != nil {
+		t.Fatalf("the process did not end while its leftover held its stdout: %v", err)
+	}
+	took := time.Since(began)
+	r, err := p.ReadOutput(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(r.Delta))
+	if err != nil {
+		t.Fatalf("no pid in the output %q: %v", r.Delta, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		if !pidGone(pid) {
+			t.Errorf("the leftover %d is still there", pid)
+		}
+	})
+	if exit.ExitCode == nil || *exit.ExitCode != 0 {
+		t.Errorf("exit %+v, want 0", exit)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the process took %v to end: its readers waited for the leftover (drainDelay is %v)", took, drainDelay)
+	}
+}
+
+// inRuntimePoller says whether descriptor fd of this process is in an
+// epoll set of this process (the runtime's poller has one), from
+// /proc/self/fdinfo.
+func inRuntimePoller(t *testing.T, fd int) bool {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := 0
+	for _, de := range entries {
+		if target, _ := os.Readlink("/proc/self/fd/" + de.Name()); target != "anon_inode:[eventpoll]" {
+			continue
+		}
+		sets++
+		info, err := os.ReadFile("/proc/self/fdinfo/" + de.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
+				return true
+			}
+		}
+	}
+	if sets == 0 {
+		t.Fatal("no epoll set in this process: the runtime's poller is not where this test looks")
+	}
+	return false
+}
+
+// A bulk pipe's read end stays out of the runtime's poller: in it, every
+// write of the command would wake the thread waiting in epoll_wait, the
+// wakeups the batches are there to save. (An ordinary pipe's is in it.)
+func TestBulkPipeIsOutsideTheRuntimesPoller(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if !inRuntimePoller(t, int(r.Fd())) {
+		t.Fatal("an ordinary pipe's read end is not in the runtime's poller: the check finds nothing")
+	}
+	b, _ := openBulkPipe(t)
+	if inRuntimePoller(t, b.fd) {
+		t.Error("the bulk pipe's read end is in the runtime's poller")
 	}
 }

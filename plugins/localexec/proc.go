@@ -35,6 +35,7 @@ type proc struct {
 	limitsReached []string
 
 	pipes   []*os.File // the read ends of stdout and stderr
+	bulk    *bulkPipe  // stdout, when it is read in bulk (pipes[0] is its read end)
 	readers sync.WaitGroup
 	stdinW  *os.File
 
@@ -46,30 +47,26 @@ type proc struct {
 
 // spawn starts argv in workdir with env through launcher, in a new
 // process group, tagged for r, feeding stdin once and sending output to
-// stdout and stderr. A background process's stdout pipe is made larger
-// (growPipe): its output is read in batches (copyBulk), not line by line.
+// stdout and stderr. A background process's stdout is a bulk pipe
+// (newBulkPipe), larger, and read in batches (copyBulk), not line by line.
 func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer, background bool) (*proc, error) {
 	tag := r.newTag()
 	l := Launch{Argv: argv, Dir: spec.Workdir, Env: append(env, ExecIDVar+"="+tag)}
 	p := &proc{tag: tag, reaper: r, grace: spec.KillGrace()}
 
 	var closeOnStart []*os.File
-	bulk := false // stdout is a grown pipe, read in batches
 	defer func() {
 		for _, f := range closeOnStart {
 			f.Close()
 		}
 	}()
 	for i := range 2 {
-		r, wr, err := os.Pipe()
+		r, wr, err := p.outputPipe(background && i == 0)
 		if err != nil {
 			p.closePipes()
 			return nil, fmt.Errorf("localexec: output pipe: %w", err)
 		}
 		p.pipes = append(p.pipes, r)
-		if background && i == 0 {
-			bulk = growPipe(r)
-		}
 		closeOnStart = append(closeOnStart, wr)
 		l.Files[1+i] = wr
 	}
@@ -113,14 +110,14 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 	p.group = newProcessGroup(child)
 	for i, w := range []io.Writer{stdout, stderr} {
 		p.readers.Add(1)
-		go func(r *os.File, w io.Writer, bulk bool) {
+		go func(r *os.File, w io.Writer, bulk *bulkPipe) {
 			defer p.readers.Done()
-			if bulk {
-				copyBulk(w, r)
+			if bulk != nil {
+				copyBulk(w, bulk)
 				return
 			}
 			_, _ = io.Copy(w, r)
-		}(p.pipes[i], w, bulk && i == 0)
+		}(p.pipes[i], w, p.bulkAt(i))
 	}
 	if p.stdinW != nil {
 		go func(w *os.File, data []byte) {
@@ -147,6 +144,33 @@ func (p *proc) closePipes() {
 	for _, f := range p.pipes {
 		f.Close()
 	}
+	if p.bulk != nil {
+		p.bulk.closeEvent()
+	}
+}
+
+// outputPipe makes the pipe of one output: a bulk pipe (p.bulk) when
+// bulk asks for one and the kernel can grow it, else an ordinary one.
+func (p *proc) outputPipe(bulk bool) (r, w *os.File, err error) {
+	if bulk {
+		b, w, err := newBulkPipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		if b != nil {
+			p.bulk = b
+			return b.f, w, nil
+		}
+	}
+	return os.Pipe()
+}
+
+// bulkAt is the bulk pipe that output i (0 stdout, 1 stderr) is, if any.
+func (p *proc) bulkAt(i int) *bulkPipe {
+	if i == 0 {
+		return p.bulk
+	}
+	return nil
 }
 
 // interrupt asks the process group to stop, and kills it after the grace
@@ -200,7 +224,10 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	// with no goroutine between them.
 	stop := time.AfterFunc(drainDelay, func() {
 		for _, f := range p.pipes {
-			_ = f.SetReadDeadline(time.Now())
+			_ = f.SetReadDeadline(time.Now()) // not a bulk pipe's: outside the poller
+		}
+		if p.bulk != nil {
+			p.bulk.stop()
 		}
 	})
 	p.readers.Wait()
