@@ -103,14 +103,14 @@ func spillThroughput(ctx context.Context, h *host.Host, dir string) ([]figure, e
 // ReadOutput from a process writing as fast as it can, against reading the
 // same process's pipe directly. Informational: no target.
 func backgroundThroughput(ctx context.Context, shell pluginapi.ShellExecutor) ([]figure, error) {
-	return backgroundThroughputOf(ctx, shell, 0)
+	return backgroundThroughputOf(ctx, shell, "yes", 0)
 }
 
-// backgroundThroughputOf is backgroundThroughput with reads of up to
-// readBytes (the job's stdoutMaxBytes; 0: the default).
-func backgroundThroughputOf(ctx context.Context, shell pluginapi.ShellExecutor, readBytes int64) ([]figure, error) {
+// backgroundThroughputOf is backgroundThroughput of command's output, in
+// reads of up to readBytes (the job's stdoutMaxBytes; 0: the default).
+func backgroundThroughputOf(ctx context.Context, shell pluginapi.ShellExecutor, command string, readBytes int64) ([]figure, error) {
 	const window = 2 * time.Second
-	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{Command: "yes", StdoutMaxBytes: readBytes})
+	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{Command: command, StdoutMaxBytes: readBytes})
 	if err != nil {
 		return nil, err
 	}
