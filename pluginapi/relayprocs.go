@@ -20,7 +20,7 @@ import (
 const RelayProcs = 1
 
 // SetRelayProcs sets RelayProcs, unless GOMAXPROCS in the environment says
-// otherwise. Call it first in a relay's main.
+// otherwise. Call it early in a relay's main, before it serves.
 func SetRelayProcs() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(RelayProcs)

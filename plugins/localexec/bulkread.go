@@ -12,16 +12,15 @@ import (
 // the process, and the writer at nearly every read: the wakeups and the
 // pipe's lock, not the copying, then bound the throughput (through a
 // container, its agent spent 60% of its CPU in this reader, most of it
-// switching contexts). So such a pipe is
-// grown (growPipe) and read in batches: after a read that found less
-// than its buffer holds, the reader sleeps for bulkPace, letting the
-// writer fill the pipe, before it reads again. The first bytes after a
-// quiet spell are read at once; what follows, and the end of the stream,
-// at most bulkPace late; a writer that fills the buffer is read without a
-// pause. The reader sleeps on a timer, not in poll(2) on the pipe: a
-// pipe once polled wakes its pollers at every write, which is what the
-// pause is for avoiding (the runtime's own poller still is woken, but
-// the reader's thread is not).
+// switching contexts). So such a pipe is a bulk pipe (newBulkPipe: a
+// megabyte long, outside the runtime's poller), read in batches: after a
+// read that found less than its buffer holds, the reader sleeps for
+// bulkPace, letting the writer fill the pipe, before it reads again; it
+// waits for the pipe (await) only once a read found it empty. The first
+// bytes after a quiet spell are read at once; what follows, and the end
+// of the stream, at most bulkPace late; a writer that fills the buffer is
+// read without a pause. While the reader sleeps, the command's writes
+// wake no one.
 
 // bulkPace is how long the reader of a bulk pipe lets output gather after
 // a read that did not fill its buffer: a megabyte's pipe holds what a

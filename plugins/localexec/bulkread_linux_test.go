@@ -28,7 +28,10 @@ func (w *writes) Write(p []byte) (int, error) {
 	w.data = append(w.data, p...)
 	w.sizes = append(w.sizes, len(p))
 	w.mu.Unlock()
-	w.got <- len(p)
+	select {
+	case w.got <- len(p):
+	default: // a test that does not watch each call
+	}
 	return len(p), nil
 }
 
@@ -45,8 +48,7 @@ func openBulkPipe(t *testing.T) (*bulkPipe, *os.File) {
 	}
 	t.Cleanup(func() {
 		w.Close()
-		b.f.Close()
-		b.closeEvent()
+		b.close()
 	})
 	return b, w
 }
@@ -71,6 +73,8 @@ func copyInBackground(t *testing.T, w *writes, b *bulkPipe) <-chan struct{} {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Error("copyBulk did not return once its pipe closed")
+			b.stop()
+			<-done
 		}
 	})
 	return done
@@ -141,35 +145,65 @@ func TestBulkReaderDrainsAFullPipeInLargeReads(t *testing.T) {
 }
 
 // stop ends a reader waiting for bytes that will not come (the writer
-// still holds the pipe open), and one that would go on reading.
+// still holds the pipe open), and one that goes on reading bytes that
+// keep coming.
 func TestBulkReaderStops(t *testing.T) {
 	withPace(t, time.Millisecond)
-	b, pw := openBulkPipe(t)
-	w := newWrites()
-	done := copyInBackground(t, w, b)
-	if _, err := pw.Write([]byte("x\n")); err != nil {
-		t.Fatal(err)
-	}
-	<-w.got
-	time.Sleep(50 * time.Millisecond) // the pipe is empty: it waits in poll
-	b.stop()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("copyBulk still waiting for bytes 5 s after stop")
-	}
-	b.stop() // again, and after the reader is done: harmless
+	t.Run("waiting", func(t *testing.T) {
+		b, pw := openBulkPipe(t)
+		w := newWrites()
+		done := copyInBackground(t, w, b)
+		if _, err := pw.Write([]byte("x\n")); err != nil {
+			t.Fatal(err)
+		}
+		<-w.got
+		time.Sleep(50 * time.Millisecond) // the pipe is empty: it waits
+		b.stop()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("copyBulk still waiting for bytes 5 s after stop")
+		}
+		b.stop() // again, and after the reader is done: harmless
+	})
+	t.Run("reading", func(t *testing.T) {
+		b, pw := openBulkPipe(t)
+		w := newWrites()
+		done := copyInBackground(t, w, b)
+		writing := make(chan struct{})
+		go func() {
+			defer close(writing)
+			line := []byte("y\n")
+			for {
+				if _, err := pw.Write(line); err != nil {
+					return // the reader stopped and the test closed the pipe
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		<-w.got
+		b.stop()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("copyBulk still reading 5 s after stop")
+		}
+		b.close()
+		<-writing
+	})
 }
 
 // A background process that leaves behind something it cannot be told
 // apart from (it cleared its environment, and left the session) holding
 // its stdout still ends: its readers stop after drainDelay, and Wait
 // returns with what was read. (The shell waits until the leftover has
-// cleared its environment: one still tagged would be killed.)
+// cleared its environment: one still tagged would be killed.) The pipe's
+// read end is outside the runtime's poller, where no read deadline
+// reaches it: stop must.
 func TestBackgroundEndsThoughALeftoverHoldsItsStdout(t *testing.T) {
 	e := bashExecutor(t)
 	ctx := t.Context()
-	spec, err := e.Resolve(ctx, pluginapi.ExecRequest{Command: "env -i setsid sleep 30 & sleep 0.5; echo $!"})
+	spec, err := e.Resolve(ctx, pluginapi.ExecRequest{Command: "env -i setsid sleep 30 & sleep 1; echo $!"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +235,14 @@ func TestBackgroundEndsThoughALeftoverHoldsItsStdout(t *testing.T) {
 			t.Errorf("the leftover %d is still there", pid)
 		}
 	})
+	// The leftover is alive and holds a bulk pipe: the readers stopped
+	// because drainDelay passed, not because the pipe closed.
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatalf("the leftover %d is gone: nothing held the pipe open", pid)
+	}
+	if got := pipeSize(t, pid, 1); got != bulkPipeBytes {
+		t.Fatalf("the leftover's stdout holds %d bytes, not a bulk pipe's %d", got, bulkPipeBytes)
+	}
 	if exit.ExitCode == nil || *exit.ExitCode != 0 {
 		t.Errorf("exit %+v, want 0", exit)
 	}
@@ -209,16 +251,18 @@ func TestBackgroundEndsThoughALeftoverHoldsItsStdout(t *testing.T) {
 	}
 }
 
-// inRuntimePoller says whether descriptor fd of this process is in an
-// epoll set of this process (the runtime's poller has one), from
-// /proc/self/fdinfo.
-func inRuntimePoller(t *testing.T, fd int) bool {
+// epollSetsHolding lists the epoll sets of this process (their
+// descriptors) that hold descriptor fd, from /proc/self/fdinfo. It fails
+// the test where this process has no epoll set (the runtime's poller has
+// one).
+func epollSetsHolding(t *testing.T, fd int) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sets := 0
+	var holding []int
 	for _, de := range entries {
 		if target, _ := os.Readlink("/proc/self/fd/" + de.Name()); target != "anon_inode:[eventpoll]" {
 			continue
@@ -230,19 +274,35 @@ func inRuntimePoller(t *testing.T, fd int) bool {
 		}
 		for _, line := range strings.Split(string(info), "\n") {
 			if f := strings.Fields(line); len(f) >= 2 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
-				return true
+				set, _ := strconv.Atoi(de.Name())
+				holding = append(holding, set)
 			}
 		}
 	}
 	if sets == 0 {
 		t.Fatal("no epoll set in this process: the runtime's poller is not where this test looks")
 	}
-	return false
+	return holding
 }
 
-// A bulk pipe's read end stays out of the runtime's poller: in it, every
-// write of the command would wake the thread waiting in epoll_wait, the
-// wakeups the batches are there to save. (An ordinary pipe's is in it.)
+// rawFd is f's descriptor, without Fd's switch to blocking mode.
+func rawFd(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd int
+	if err := rc.Control(func(d uintptr) { fd = int(d) }); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// A bulk pipe's read end is in its own epoll set alone, not in the
+// runtime's poller: there, every write of the command would wake the
+// thread waiting in epoll_wait, the wakeups the batches are there to
+// save. (An ordinary pipe's is in the runtime's.) Its set is.
 func TestBulkPipeIsOutsideTheRuntimesPoller(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -250,11 +310,15 @@ func TestBulkPipeIsOutsideTheRuntimesPoller(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	if !inRuntimePoller(t, int(r.Fd())) {
+	if len(epollSetsHolding(t, rawFd(t, r))) != 1 {
 		t.Fatal("an ordinary pipe's read end is not in the runtime's poller: the check finds nothing")
 	}
 	b, _ := openBulkPipe(t)
-	if inRuntimePoller(t, b.fd) {
-		t.Error("the bulk pipe's read end is in the runtime's poller")
+	set := rawFd(t, b.set)
+	if got := epollSetsHolding(t, b.fd); len(got) != 1 || got[0] != set {
+		t.Errorf("the bulk pipe's read end is in epoll sets %v, want its own (%d) alone", got, set)
+	}
+	if len(epollSetsHolding(t, set)) != 1 {
+		t.Error("the bulk pipe's set is not in the runtime's poller: its reader's wait would hold a thread")
 	}
 }

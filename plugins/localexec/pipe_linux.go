@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,48 +21,63 @@ const bulkPipeBytes = 1 << 20
 
 // bulkPipe is the read end of a pipe read in bulk (copyBulk): grown to
 // bulkPipeBytes, nonblocking, and kept out of the runtime's poller. A pipe
-// in an epoll set wakes the thread waiting in epoll_wait at every write,
-// whether or not anything waits for the pipe; this one's reader waits in
-// poll(2) only while the pipe is empty, and sleeps on a timer while it
-// fills. stop ends the reader, in its wait or after it.
+// in an epoll set wakes whoever waits on that set at every write of the
+// command, whether or not anything waits for the pipe's bytes; between
+// batches, while the reader sleeps, nothing should. So the pipe is in a
+// private epoll set of its own, one-shot: armed only while the reader
+// waits for bytes (the pipe empty), disarmed by the first write. That set
+// is in the runtime's poller, so the wait holds no thread, and stop ends
+// it with a read deadline.
 type bulkPipe struct {
 	f       *os.File // the read end, closed with the other pipes
 	fd      int
-	event   *os.File // an eventfd, written when the reader must stop
-	eventFd int
+	set     *os.File // the private epoll set, in the runtime's poller
 	stopped atomic.Bool
 }
 
 // newBulkPipe makes a bulk pipe and the write end the command gets, or
 // nothing (nil, nil, nil) where the kernel will not grow the pipe (past
-// fs.pipe-max-size, or the user's pipe pages): the caller then makes an
-// ordinary one.
+// fs.pipe-max-size, or the user's pipe pages) or make the epoll set: the
+// caller then makes an ordinary one.
 func newBulkPipe() (*bulkPipe, *os.File, error) {
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		return nil, nil, os.NewSyscallError("pipe2", err)
 	}
-	if size, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, bulkPipeBytes); err != nil || size < bulkPipeBytes {
+	set, ok := bulkSet(fds[0])
+	if !ok {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
 		return nil, nil, nil
 	}
-	event, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
-	if err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return nil, nil, os.NewSyscallError("eventfd", err)
-	}
 	// Wrapped while still blocking, the read end stays out of the
-	// runtime's poller (os.NewFile adds a nonblocking descriptor to it).
-	b := &bulkPipe{f: os.NewFile(uintptr(fds[0]), "|0"), fd: fds[0], event: os.NewFile(uintptr(event), "eventfd"), eventFd: event}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		b.f.Close()
-		b.event.Close()
+	// runtime's poller (os.NewFile adds a nonblocking descriptor to it);
+	// the set, nonblocking, goes in.
+	b := &bulkPipe{f: os.NewFile(uintptr(fds[0]), "|0"), fd: fds[0], set: os.NewFile(uintptr(set), "bulk-epoll")}
+	if unix.SetNonblock(fds[0], true) != nil {
+		b.close()
 		unix.Close(fds[1])
-		return nil, nil, os.NewSyscallError("fcntl", err)
+		return nil, nil, nil
 	}
 	return b, os.NewFile(uintptr(fds[1]), "|1"), nil
+}
+
+// bulkSet grows the pipe whose read end is fd and makes its epoll set
+// (nonblocking, the pipe in it one-shot and disarmed), or says it cannot.
+func bulkSet(fd int) (int, bool) {
+	if size, err := unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, bulkPipeBytes); err != nil || size < bulkPipeBytes {
+		return 0, false
+	}
+	set, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return 0, false
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLONESHOT, Fd: int32(fd)} // no event: disarmed
+	if unix.EpollCtl(set, unix.EPOLL_CTL_ADD, fd, &ev) != nil || unix.SetNonblock(set, true) != nil {
+		unix.Close(set)
+		return 0, false
+	}
+	return set, true
 }
 
 // read reads what the pipe holds now: n > 0, io.EOF once every writer
@@ -75,32 +91,51 @@ func (b *bulkPipe) read(buf []byte) (int, error) {
 }
 
 // await waits until the pipe has bytes or has ended, and reports false
-// once the reader must stop instead.
+// once the reader must stop instead. It arms the pipe in its set for one
+// event, and waits for the set in the runtime's poller. Where the set
+// fails it waits bulkPace instead, and the reader reads again.
 func (b *bulkPipe) await() bool {
-	fds := []unix.PollFd{{Fd: int32(b.fd), Events: unix.POLLIN}, {Fd: int32(b.eventFd), Events: unix.POLLIN}}
-	for !b.stopped.Load() {
-		_, err := unix.Poll(fds, -1)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil || fds[1].Revents != 0:
-			return false
-		}
-		return true
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(b.fd)}
+	rc, err := b.set.SyscallConn()
+	if err == nil {
+		err = rc.Control(func(set uintptr) { err = unix.EpollCtl(int(set), unix.EPOLL_CTL_MOD, b.fd, &ev) })
 	}
-	return false
+	if err == nil {
+		var waitErr error
+		err = rc.Read(func(set uintptr) bool {
+			var got [1]unix.EpollEvent
+			n, werr := unix.EpollWait(int(set), got[:], 0)
+			for werr == unix.EINTR {
+				n, werr = unix.EpollWait(int(set), got[:], 0)
+			}
+			waitErr = werr
+			return n > 0 || werr != nil
+		})
+		if err == nil {
+			err = waitErr
+		}
+	}
+	if b.stopping() {
+		return false
+	}
+	if err != nil {
+		time.Sleep(bulkPace)
+	}
+	return true
 }
 
 // stop ends the reader: it returns from its wait, or after the read it
-// is in. It may come at any time, even after closeEvent.
+// is in. It may come at any time, even after close.
 func (b *bulkPipe) stop() {
 	b.stopped.Store(true)
-	one := [8]byte{1}
-	_, _ = b.event.Write(one[:])
+	_ = b.set.SetReadDeadline(time.Now())
 }
 
 // stopping says whether stop was called.
 func (b *bulkPipe) stopping() bool { return b.stopped.Load() }
 
-// closeEvent closes the stop event, once the reader is done.
-func (b *bulkPipe) closeEvent() { b.event.Close() }
+// close closes the read end and the set, once the reader is done.
+func (b *bulkPipe) close() {
+	b.f.Close()
+	b.set.Close()
+}

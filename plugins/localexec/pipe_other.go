@@ -15,4 +15,4 @@ func (b *bulkPipe) read(buf []byte) (int, error) { return b.f.Read(buf) }
 func (b *bulkPipe) await() bool                  { return false }
 func (b *bulkPipe) stop()                        {}
 func (b *bulkPipe) stopping() bool               { return true }
-func (b *bulkPipe) closeEvent()                  {}
+func (b *bulkPipe) close()                       {}

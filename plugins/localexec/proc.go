@@ -145,7 +145,7 @@ func (p *proc) closePipes() {
 		f.Close()
 	}
 	if p.bulk != nil {
-		p.bulk.closeEvent()
+		p.bulk.close() // its read end is pipes[0]: closed twice, harmless
 	}
 }
 
