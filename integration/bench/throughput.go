@@ -103,67 +103,82 @@ func spillThroughput(ctx context.Context, h *host.Host, dir string) ([]figure, e
 // ReadOutput from a process writing as fast as it can, against reading the
 // same process's pipe directly. Informational: no target.
 func backgroundThroughput(ctx context.Context, shell pluginapi.ShellExecutor) ([]figure, error) {
-	return backgroundThroughputOf(ctx, shell, "yes", 0)
-}
-
-// backgroundThroughputOf is backgroundThroughput of command's output, in
-// reads of up to readBytes (the job's stdoutMaxBytes; 0: the default).
-func backgroundThroughputOf(ctx context.Context, shell pluginapi.ShellExecutor, command string, readBytes int64) ([]figure, error) {
-	const window = 2 * time.Second
-	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{Command: command, StdoutMaxBytes: readBytes})
+	viaPlugin, lossy, err := readOutputRate(ctx, shell, "yes", 0)
 	if err != nil {
 		return nil, err
+	}
+	direct, err := directPipeRate()
+	if err != nil {
+		return nil, err
+	}
+	note := "background_readoutput_throughput"
+	if lossy {
+		note += "_lossy"
+	}
+	return []figure{
+		{note, viaPlugin / (1 << 20), "MiB/s", ">=", 0},
+		{"background_direct_pipe_throughput", direct / (1 << 20), "MiB/s", ">=", 0},
+	}, nil
+}
+
+// throughputWindow is how long a throughput is measured.
+const throughputWindow = 2 * time.Second
+
+// readOutputRate is how many bytes per second of command's output, run in
+// the background through shell, reach the caller through ReadOutput, in
+// reads of up to readBytes (the job's stdoutMaxBytes; 0: the default);
+// lossy says a read lost bytes (the command wrote faster).
+func readOutputRate(ctx context.Context, shell pluginapi.ShellExecutor, command string, readBytes int64) (rate float64, lossy bool, err error) {
+	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{Command: command, StdoutMaxBytes: readBytes})
+	if err != nil {
+		return 0, false, err
 	}
 	p, err := shell.Start(ctx, spec)
 	if err != nil {
-		return nil, err
+		return 0, false, err
 	}
 	var got int64
-	lossy := false
 	began := time.Now()
-	for time.Since(began) < window {
+	for time.Since(began) < throughputWindow {
 		r, err := p.ReadOutput(ctx)
 		if err != nil {
-			return nil, err
+			return 0, false, err
 		}
 		got += int64(len(r.Delta))
 		lossy = lossy || r.Lossy
 	}
-	viaPlugin := float64(got) / time.Since(began).Seconds()
+	rate = float64(got) / time.Since(began).Seconds()
 	if _, err := p.Kill(ctx); err != nil {
-		return nil, err
+		return 0, false, err
 	}
+	return rate, lossy, nil
+}
 
+// directPipeRate is how many bytes per second this process reads from the
+// pipe of a `yes` it started.
+func directPipeRate() (float64, error) {
 	c := exec.Command("yes")
 	pipe, err := c.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if err := c.Start(); err != nil {
-		return nil, err
+		return 0, err
 	}
 	buf := make([]byte, 64<<10)
 	var direct int64
-	began = time.Now()
-	for time.Since(began) < window {
+	began := time.Now()
+	for time.Since(began) < throughputWindow {
 		n, err := pipe.Read(buf)
 		direct += int64(n)
 		if err == io.EOF {
 			break
 		}
 	}
-	directRate := float64(direct) / time.Since(began).Seconds()
+	rate := float64(direct) / time.Since(began).Seconds()
 	_ = c.Process.Kill()
 	_ = c.Wait()
-	mib := func(b float64) float64 { return b / (1 << 20) }
-	note := "background_readoutput_throughput"
-	if lossy {
-		note += "_lossy"
-	}
-	return []figure{
-		{note, mib(viaPlugin), "MiB/s", ">=", 0},
-		{"background_direct_pipe_throughput", mib(directRate), "MiB/s", ">=", 0},
-	}, nil
+	return rate, nil
 }
 
 // resetPeakRSS resets the peak resident set size the kernel reports for pid.
