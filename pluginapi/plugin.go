@@ -148,7 +148,9 @@ func Serve(impl ShellExecutor) {
 		VersionedPlugins: map[int]plugin.PluginSet{
 			ProtocolVersion: {PluginName: &ShellPlugin{Impl: impl, Life: life}},
 		},
-		GRPCServer:  plugin.DefaultGRPCServer,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return plugin.DefaultGRPCServer(append(opts, serverWireOptions()...))
+		},
 		TLSProvider: func() (*tls.Config, error) { return tlsConfig, tlsErr },
 		Logger:      logger,
 	})

@@ -66,7 +66,7 @@ func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWrit
 func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) (why error, stop func()) {
 	conn := newStreamConn(stream)
 	life, endLife := context.WithCancel(context.Background())
-	srv := grpc.NewServer(grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))
+	srv := grpc.NewServer(append(serverWireOptions(), grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))...)
 	pb.RegisterShellExecutorServer(srv, newGRPCServer(life, impl))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(&oneConnListener{conn: conn, closed: make(chan struct{})}) }()
@@ -119,12 +119,12 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 		}
 		return c, nil
 	}
-	conn, err := grpc.NewClient("passthrough:///executor-stream",
+	conn, err := grpc.NewClient("passthrough:///executor-stream", append(DialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStreamMessage)),
 		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
-	)
+	)...)
 	if err != nil {
 		sc.Close()
 		return nil, err

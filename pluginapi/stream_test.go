@@ -271,3 +271,50 @@ func TestASideStreamsEndLeavesTheExecutorOpen(t *testing.T) {
 		t.Errorf("the executor was closed %d times once its lifeline ended, want 1", n)
 	}
 }
+
+// countingWriter counts the writes made to a stream's end.
+type countingWriter struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A large answer crosses a stream in large writes: a megabyte of output
+// in a handful, not one per 32 KiB (gRPC's default buffer), each of which
+// wakes the side that reads it.
+func TestALargeAnswerCrossesAStreamInLargeWrites(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	defer goleak.VerifyNone(t, before)
+	hostEnd, agent := net.Pipe()
+	counted := &countingWriter{Conn: agent}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = pluginapi.ServeStream(context.Background(), newEchoExecutor(), counted)
+	}()
+	c, err := pluginapi.DialStream(hostEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		c.CloseStream()
+		<-served
+	}()
+	if _, err := run(t.Context(), c, "hello"); err != nil { // the connection's setup
+		t.Fatal(err)
+	}
+	was := counted.writes.Load()
+	res, err := run(t.Context(), c, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := counted.writes.Load() - was
+	mib := float64(len(res.Stdout.Text)) / (1 << 20)
+	if perMiB := float64(writes) / mib; perMiB > 8 {
+		t.Errorf("%.0f MiB of answer took %d writes, %.1f per MiB; want at most 8 per MiB", mib, writes, perMiB)
+	}
+}
