@@ -143,12 +143,15 @@ func (bp *process) Kill(ctx context.Context) (bool, error) {
 // ReadOutput returns the output since the previous read, up to the spec's
 // stdoutMaxBytes and stderrMaxBytes (the rest stays unread for the next
 // read): stdout, then stderr under a "[stderr]" header, the spill files
-// that hold both streams in full, and where in each stream the delta's text
-// ends (its offset in the spill file, for a reader that loses the executor). A read is lossy when the unread buffer
-// dropped bytes since the previous one; such a delta starts at a UTF-8
-// boundary. A delta never ends inside a UTF-8 character while more may
-// come: its bytes wait for the next read.
+// that hold both streams in full, and where in each stream the delta's
+// text ends (its offset in the spill file, for a reader that loses the
+// executor). A read is lossy when the unread buffer dropped bytes since
+// the previous one; such a delta starts at a UTF-8 boundary. A delta never
+// ends inside a UTF-8 character while more may come: its bytes wait for
+// the next read. A read that finds nothing unread while a batch of stdout
+// gathers waits for it, at most bulkPace (awaitBatch).
 func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error) {
+	bp.awaitBatch(ctx)
 	out, outLost, outEnd := bp.stdout.unread.take(bp.readMax[0])
 	errOut, errLost, errEnd := bp.stderr.unread.take(bp.readMax[1])
 	if outLost {
@@ -164,6 +167,24 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 		StderrSpillPath: bp.stderr.spill.path,
 		Ends:            &pluginapi.StreamEnds{Stdout: outEnd, Stderr: errEnd},
 	}, nil
+}
+
+// awaitBatch waits, when nothing is unread, for the batch of stdout that
+// gathers, if one does (gathering): it is due within bulkPace. The wait
+// is bounded all the same (a spill file's write may be slow), and ends
+// with ctx.
+func (bp *process) awaitBatch(ctx context.Context) {
+	batch := bp.p.batch.pending()
+	if batch == nil || !bp.stdout.unread.empty() || !bp.stderr.unread.empty() {
+		return
+	}
+	bound := time.NewTimer(2 * bulkPace)
+	defer bound.Stop()
+	select {
+	case <-batch:
+	case <-bound.C:
+	case <-ctx.Done():
+	}
 }
 
 // joinDelta is a read's text: out, then errOut under the stderr header.

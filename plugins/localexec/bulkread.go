@@ -3,6 +3,7 @@ package localexec
 import (
 	"errors"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -41,14 +42,16 @@ const smallReadBytes = 32 << 10
 var errEmpty = errors.New("the pipe is empty")
 
 // copyBulk copies the bulk pipe b to w, in batches, until it ends or is
-// stopped.
-func copyBulk(w io.Writer, b *bulkPipe) {
+// stopped, saying in batch when one gathers.
+func copyBulk(w io.Writer, b *bulkPipe, batch *gathering) {
+	defer batch.land() // a reader stopped in its pause hands on no batch
 	buf := make([]byte, smallReadBytes)
 	for !b.stopping() {
 		n, err := b.read(buf)
 		if n > 0 {
 			_, _ = w.Write(buf[:n])
 		}
+		batch.land()
 		switch {
 		case err == errEmpty:
 			if !b.await() {
@@ -59,7 +62,51 @@ func copyBulk(w io.Writer, b *bulkPipe) {
 		case n == len(buf) && len(buf) < bulkReadBytes:
 			buf = make([]byte, bulkReadBytes) // a fast writer
 		case n < len(buf):
+			batch.begin()
 			time.Sleep(bulkPace)
 		}
 	}
+}
+
+// gathering says when a bulk pipe's reader lets a batch gather (it sleeps
+// bulkPace after a short read: the writer is writing), so that a read of
+// the output (ReadOutput) that finds nothing unread waits for that batch
+// (at most bulkPace) rather than answer with nothing. Polled back to
+// back, a busy process's output was found empty by half the reads, each
+// a round trip through every hop (host, plugin, agent) that carried
+// nothing and took CPU from the process writing; and a read that waits
+// gets the batch a round trip sooner than the next read would.
+type gathering struct {
+	mu sync.Mutex
+	// landed is closed once the batch gathering now is handed on; nil
+	// while none gathers.
+	landed chan struct{}
+}
+
+// begin says a batch starts gathering.
+func (g *gathering) begin() {
+	g.mu.Lock()
+	if g.landed == nil {
+		g.landed = make(chan struct{})
+	}
+	g.mu.Unlock()
+}
+
+// land says the batch gathering, if any, was handed on, or will not be
+// (the reader stopped).
+func (g *gathering) land() {
+	g.mu.Lock()
+	if g.landed != nil {
+		close(g.landed)
+		g.landed = nil
+	}
+	g.mu.Unlock()
+}
+
+// pending is closed once the batch gathering now has been handed on; nil
+// when none gathers.
+func (g *gathering) pending() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.landed
 }

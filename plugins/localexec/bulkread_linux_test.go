@@ -60,13 +60,13 @@ func withPace(t *testing.T, d time.Duration) {
 	t.Cleanup(func() { bulkPace = old })
 }
 
-// copyInBackground runs copyBulk(w, b) and returns a channel closed when
+// copyInBackground runs copyBulk(w, b, new(gathering)) and returns a channel closed when
 // it returns; the test waits for it.
 func copyInBackground(t *testing.T, w *writes, b *bulkPipe) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		copyBulk(w, b)
+		copyBulk(w, b, new(gathering))
 	}()
 	t.Cleanup(func() {
 		select {
@@ -131,7 +131,7 @@ func TestBulkReaderDrainsAFullPipeInLargeReads(t *testing.T) {
 	pw.Close()
 	w := newWrites()
 	began := time.Now()
-	copyBulk(w, b)
+	copyBulk(w, b, new(gathering))
 	if string(w.data) != string(data) {
 		t.Fatalf("handed on %d bytes, not the %d written, in order", len(w.data), len(data))
 	}
@@ -321,4 +321,103 @@ func TestBulkPipeIsOutsideTheRuntimesPoller(t *testing.T) {
 	if len(epollSetsHolding(t, set)) != 1 {
 		t.Error("the bulk pipe's set is not in the runtime's poller: its reader's wait would hold a thread")
 	}
+}
+
+// startPaced starts command in the background on a bash executor whose
+// bulk readers pause for pace, and kills it, and checks it is gone, when
+// the test ends.
+func startPaced(t *testing.T, pace time.Duration, command string) *process {
+	t.Helper()
+	withPace(t, pace)
+	e := bashExecutor(t)
+	spec, err := e.Resolve(t.Context(), pluginapi.ExecRequest{Command: command})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := e.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sp.(*process)
+	if p.p.bulk == nil {
+		t.Fatal("the process's stdout is not a bulk pipe")
+	}
+	t.Cleanup(func() {
+		pid := p.p.child.Pid()
+		if _, err := p.Kill(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if !pidGone(pid) {
+			t.Errorf("process %d is still there", pid)
+		}
+	})
+	return p
+}
+
+// readUntil reads p's output until it holds want, for up to 5 s.
+func readUntil(t *testing.T, p *process, want string) {
+	t.Helper()
+	var got string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		r, err := p.ReadOutput(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got += r.Delta; got == want {
+			return
+		}
+	}
+	t.Fatalf("read %q in 5 s, want %q", got, want)
+}
+
+// A read that finds nothing unread while a batch of stdout gathers (the
+// reader pauses after a short read) waits for that batch, instead of
+// answering with nothing: a caller polling a busy process gets bytes at
+// each read, not a round trip for nothing at every other one.
+func TestAReadWaitsForTheBatchThatGathers(t *testing.T) {
+	const pace = 500 * time.Millisecond
+	p := startPaced(t, pace, "printf a; sleep 0.1; printf b; sleep 30")
+	readUntil(t, p, "a") // read at once; then the reader pauses, and b comes
+	began := time.Now()
+	r, err := p.ReadOutput(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Delta != "b" {
+		t.Fatalf("the read during the reader's pause got %q after %v, want the batch gathering then, %q", r.Delta, time.Since(began), "b")
+	}
+	if took := time.Since(began); took > pace+time.Second {
+		t.Errorf("the read waited %v for a batch due within %v", took, pace)
+	}
+}
+
+// A read of a quiet process (its reader waits for bytes, no batch
+// gathers) answers at once; so does one whose caller gives up while a
+// batch gathers.
+func TestAReadDoesNotWaitWhenNoBatchGathers(t *testing.T) {
+	const pace = 3 * time.Second
+	t.Run("quiet", func(t *testing.T) {
+		p := startPaced(t, pace, "sleep 30")
+		time.Sleep(50 * time.Millisecond)
+		began := time.Now()
+		if _, err := p.ReadOutput(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); took > pace/2 {
+			t.Errorf("a read of a quiet process took %v", took)
+		}
+	})
+	t.Run("caller gives up", func(t *testing.T) {
+		p := startPaced(t, pace, "printf a; sleep 30")
+		readUntil(t, p, "a") // then the reader pauses for 3 s
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		began := time.Now()
+		if _, err := p.ReadOutput(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); took > pace/2 {
+			t.Errorf("a read whose ctx ended after 100 ms took %v", took)
+		}
+	})
 }

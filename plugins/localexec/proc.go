@@ -36,6 +36,7 @@ type proc struct {
 
 	pipes   []*os.File // the read ends of stdout and stderr
 	bulk    *bulkPipe  // stdout, when it is read in bulk (pipes[0] is its read end)
+	batch   gathering  // when a batch of the bulk pipe's gathers
 	readers sync.WaitGroup
 	stdinW  *os.File
 
@@ -113,7 +114,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		go func(r *os.File, w io.Writer, bulk *bulkPipe) {
 			defer p.readers.Done()
 			if bulk != nil {
-				copyBulk(w, bulk)
+				copyBulk(w, bulk, &p.batch)
 				return
 			}
 			_, _ = io.Copy(w, r)

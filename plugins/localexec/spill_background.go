@@ -139,3 +139,10 @@ func (e *Executor) newBgStream(st Settings, id string, stream pluginapi.Stream) 
 		unread: newUnreadBuffer(st.BackgroundBufferBytes),
 	}
 }
+
+// empty says nothing is unread.
+func (u *unreadBuffer) empty() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n == 0
+}
