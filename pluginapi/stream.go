@@ -66,7 +66,7 @@ func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWrit
 func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) (why error, stop func()) {
 	conn := newStreamConn(stream)
 	life, endLife := context.WithCancel(context.Background())
-	srv := grpc.NewServer(append(serverWireOptions(), grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))...)
+	srv := grpc.NewServer(serverWireOptions()...)
 	pb.RegisterShellExecutorServer(srv, newGRPCServer(life, impl))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(&oneConnListener{conn: conn, closed: make(chan struct{})}) }()
@@ -123,7 +123,6 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStreamMessage)),
-		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
 	)...)
 	if err != nil {
 		sc.Close()
@@ -142,12 +141,6 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 // plugin's gRPC server takes (go-plugin's default), since the same
 // responses cross both.
 const maxStreamMessage = 4 << 20
-
-// streamWindow is the HTTP/2 flow-control window of a stream's
-// connection: a stream through an engine's attach or an SSH channel has a
-// longer round trip than a local socket, and a read of a megabyte of
-// output must not wait for window updates every 64 KiB.
-const streamWindow = 4 << 20
 
 // Done is closed once the stream has ended.
 func (c *StreamClient) Done() <-chan struct{} { return c.sc.gone }

@@ -16,15 +16,31 @@ import "google.golang.org/grpc"
 // is under way.
 const wireBuffer = 1 << 20
 
-// serverWireOptions are the buffer options of a gRPC server of the
-// contract.
+// streamWindow is the HTTP/2 flow-control window of the same
+// connections, fixed (gRPC then estimates none): a read of a megabyte of
+// output must not wait for window updates every 64 KiB, neither through
+// an engine's attach or an SSH channel, whose round trip is longer than a
+// local socket's, nor while gRPC's estimate is still growing the window
+// of a new connection (through a container, a host's first busy
+// background process read about a tenth faster with it, in five
+// interleaved pairs: median 95 -> 107 MiB/s).
+const streamWindow = 4 << 20
+
+// serverWireOptions are the buffer and window options of a gRPC server of
+// the contract.
 func serverWireOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ReadBufferSize(wireBuffer), grpc.WriteBufferSize(wireBuffer)}
+	return []grpc.ServerOption{
+		grpc.ReadBufferSize(wireBuffer), grpc.WriteBufferSize(wireBuffer),
+		grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow),
+	}
 }
 
 // DialOptions are the options a host dials an executor plugin's gRPC
 // connection with (go-plugin's ClientConfig.GRPCDialOptions): the
-// buffers its server (Serve) has.
+// buffers and windows its server (Serve) has.
 func DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithReadBufferSize(wireBuffer), grpc.WithWriteBufferSize(wireBuffer)}
+	return []grpc.DialOption{
+		grpc.WithReadBufferSize(wireBuffer), grpc.WithWriteBufferSize(wireBuffer),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
+	}
 }
