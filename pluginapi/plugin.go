@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // ProtocolVersion is the go-plugin protocol version of shellexec.v1.
@@ -149,7 +150,11 @@ func Serve(impl ShellExecutor) {
 			ProtocolVersion: {PluginName: &ShellPlugin{Impl: impl, Life: life}},
 		},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(opts, serverWireOptions()...))
+			opts = append(opts, serverWireOptions()...)
+			if tlsConfig != nil {
+				opts = append(opts, grpc.Creds(gatheredTLS{credentials.NewTLS(tlsConfig)}))
+			}
+			return plugin.DefaultGRPCServer(opts)
 		},
 		TLSProvider: func() (*tls.Config, error) { return tlsConfig, tlsErr },
 		Logger:      logger,

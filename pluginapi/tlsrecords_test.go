@@ -1,0 +1,125 @@
+package pluginapi
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"math/big"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc/credentials"
+)
+
+// testTLS is a server configuration with a fresh self-signed certificate
+// for "localhost", and a client configuration that trusts it alone.
+func testTLS(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS13},
+		&tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}}
+}
+
+// writeCounter counts the writes made to a connection.
+type writeCounter struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A plugin's TLS connection hands the socket a Write's records together:
+// a megabyte in one write, not one per 16 KiB record, each waking the
+// host; and the host reads every byte, in order.
+func TestPluginTLSWritesAWritesRecordsAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		creds func(*tls.Config) credentials.TransportCredentials
+		most  int32
+	}{
+		{"gathered", func(c *tls.Config) credentials.TransportCredentials { return gatheredTLS{credentials.NewTLS(c)} }, 1},
+		// The control: the same check finds crypto/tls's own writes.
+		{"tls alone", credentials.NewTLS, 1 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			defer goleak.VerifyNone(t, before)
+			serverConf, clientConf := testTLS(t)
+			hostEnd, pluginEnd := net.Pipe()
+			counted := &writeCounter{Conn: pluginEnd}
+			type handshake struct {
+				conn net.Conn
+				err  error
+			}
+			shook := make(chan handshake, 1)
+			go func() {
+				conn, _, err := tc.creds(serverConf).ServerHandshake(counted)
+				shook <- handshake{conn, err}
+			}()
+			// Closed under TLS: a close_notify would wait for a reader.
+			defer hostEnd.Close()
+			defer pluginEnd.Close()
+			host := tls.Client(hostEnd, clientConf)
+			if err := host.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			h := <-shook
+			if h.err != nil {
+				t.Fatal(h.err)
+			}
+
+			data := make([]byte, 1<<20)
+			for i := range data {
+				data[i] = byte('a' + i%26)
+			}
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(io.LimitReader(host, int64(len(data))))
+				got <- b
+			}()
+			was := counted.writes.Load()
+			if n, err := h.conn.Write(data); err != nil || n != len(data) {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+			writes := counted.writes.Load() - was
+			if b := <-got; !bytes.Equal(b, data) {
+				t.Fatalf("the host read %d bytes, not the %d written, in order", len(b), len(data))
+			}
+			if tc.most == 1 && writes != 1 {
+				t.Errorf("a 1 MiB Write reached the socket in %d writes, want 1", writes)
+			}
+			if tc.most != 1 && writes < 64 {
+				t.Errorf("crypto/tls alone wrote 1 MiB in %d writes: this test no longer sees what gatheredTLS is for", writes)
+			}
+		})
+	}
+}
