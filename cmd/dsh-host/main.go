@@ -16,12 +16,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/builtins"
 )
 
 func main() {
-	pluginapi.SetOutputGC() // the host, and the built-in executors it serves, move output
 	builtins.ServeIfAsked() // a built-in executor's plugin process, or bash-sandbox's spawner
 	os.Exit(dispatch(os.Args[1:]))
 }

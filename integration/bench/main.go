@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/dsh-host/dsh-host/host"
-	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // figure is one measured value and its target.
@@ -64,7 +63,6 @@ func (f figure) String() string {
 func (f figure) print() { fmt.Println(f) }
 
 func main() {
-	pluginapi.SetOutputGC() // the host's part runs in this process: as dsh-host runs it
 	n := flag.Int("n", 300, "measured iterations of each side")
 	warmup := flag.Int("warmup", 30, "unmeasured iterations of each side first")
 	bin := flag.String("dsh-host", "", "dsh-host binary to measure (default: build one)")

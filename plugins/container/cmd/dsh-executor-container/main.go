@@ -10,7 +10,6 @@ import (
 )
 
 func main() {
-	pluginapi.SetOutputGC()   // it forwards output from a container
-	pluginapi.SetRelayProcs() // and relays calls to its agent
+	pluginapi.SetRelayProcs() // it relays calls, and output, to and from its agent
 	pluginapi.Serve(container.New())
 }

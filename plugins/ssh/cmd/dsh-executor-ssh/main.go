@@ -9,6 +9,5 @@ import (
 )
 
 func main() {
-	pluginapi.SetOutputGC() // it forwards output from another machine
 	pluginapi.Serve(ssh.New())
 }
