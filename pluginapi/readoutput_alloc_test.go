@@ -67,8 +67,15 @@ func TestReadOutputCrossesAHopWithoutExtraCopies(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	perRead := float64(after.TotalAlloc-before.TotalAlloc) / reads / size
 	t.Logf("%.2f MiB allocated per read of 1 MiB, both ends together", perRead)
-	if perRead > 2 {
-		t.Errorf("a read of 1 MiB allocated %.2f MiB across the hop; the wire itself needs about 1 (the unmarshalled bytes; marshalling reuses pooled buffers)", perRead)
+	// A copy at each end costs 2 more. Under the race detector, pooled
+	// buffers are dropped now and then (about 1.8-2.2 measured, against
+	// 1.1 without it).
+	most := 2.0
+	if raceEnabled {
+		most = 2.6
+	}
+	if perRead > most {
+		t.Errorf("a read of 1 MiB allocated %.2f MiB across the hop, more than %.1f; the wire itself needs about 1 (the unmarshalled bytes; marshalling reuses pooled buffers)", perRead, most)
 	}
 }
 
