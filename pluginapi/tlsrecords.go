@@ -43,17 +43,25 @@ func (g gatheredTLS) Clone() credentials.TransportCredentials {
 // kept, and written at once when it ends (flush). What TLS writes
 // otherwise (the handshake; an alert, or a key update, from its reading
 // side) goes straight through, in order: every write to the socket is
-// made under mu.
+// made under mu. The records buffer stays with the connection (a little
+// over wireBuffer once a large Write has been made).
 type recordGatherer struct {
 	net.Conn
 	mu        sync.Mutex
 	gathering bool
 	records   []byte
+	// failed is the first write to the socket that failed: TLS never
+	// sees a flush fail, so every later write fails with it, lest records
+	// follow one that was cut off.
+	failed error
 }
 
 func (r *recordGatherer) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.failed != nil {
+		return 0, r.failed
+	}
 	if r.gathering {
 		r.records = append(r.records, p...)
 		return len(p), nil
@@ -76,8 +84,12 @@ func (r *recordGatherer) flush() error {
 	if len(r.records) == 0 {
 		return nil
 	}
+	if r.failed != nil {
+		return r.failed
+	}
 	_, err := r.Conn.Write(r.records)
 	r.records = r.records[:0]
+	r.failed = err
 	return err
 }
 
@@ -95,7 +107,20 @@ func (c *gatheringConn) Write(p []byte) (int, error) {
 	c.records.gather()
 	n, err := c.Conn.Write(p)
 	if ferr := c.records.flush(); ferr != nil {
-		return 0, ferr // none of it is known to have left
+		return 0, ferr // how much left is not known
 	}
 	return n, err
+}
+
+// Close closes the connection. A flush under way holds the socket (TLS
+// has returned from the Write, so its Close would send close_notify and
+// wait up to 5 s for the socket behind it, when the host reads no more):
+// the socket is closed first, which ends the flush.
+func (c *gatheringConn) Close() error {
+	if c.writing.TryLock() {
+		c.writing.Unlock()
+	} else {
+		_ = c.records.Conn.Close()
+	}
+	return c.Conn.Close()
 }

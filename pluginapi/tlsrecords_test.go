@@ -73,30 +73,7 @@ func TestPluginTLSWritesAWritesRecordsAtOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			defer goleak.VerifyNone(t, before)
-			serverConf, clientConf := testTLS(t)
-			hostEnd, pluginEnd := net.Pipe()
-			counted := &writeCounter{Conn: pluginEnd}
-			type handshake struct {
-				conn net.Conn
-				err  error
-			}
-			shook := make(chan handshake, 1)
-			go func() {
-				conn, _, err := tc.creds(serverConf).ServerHandshake(counted)
-				shook <- handshake{conn, err}
-			}()
-			// Closed under TLS: a close_notify would wait for a reader.
-			defer hostEnd.Close()
-			defer pluginEnd.Close()
-			host := tls.Client(hostEnd, clientConf)
-			if err := host.Handshake(); err != nil {
-				t.Fatal(err)
-			}
-			h := <-shook
-			if h.err != nil {
-				t.Fatal(h.err)
-			}
-
+			host, plugin, counted := tlsPair(t, tc.creds)
 			data := make([]byte, 1<<20)
 			for i := range data {
 				data[i] = byte('a' + i%26)
@@ -107,7 +84,7 @@ func TestPluginTLSWritesAWritesRecordsAtOnce(t *testing.T) {
 				got <- b
 			}()
 			was := counted.writes.Load()
-			if n, err := h.conn.Write(data); err != nil || n != len(data) {
+			if n, err := plugin.Write(data); err != nil || n != len(data) {
 				t.Fatalf("Write: %d, %v", n, err)
 			}
 			writes := counted.writes.Load() - was
@@ -121,5 +98,70 @@ func TestPluginTLSWritesAWritesRecordsAtOnce(t *testing.T) {
 				t.Errorf("crypto/tls alone wrote 1 MiB in %d writes: this test no longer sees what gatheredTLS is for", writes)
 			}
 		})
+	}
+}
+
+// tlsPair is a TLS connection over an in-memory pipe: the host's client
+// end, and the plugin's end made by creds, whose socket counts writes.
+// The pipe is closed when the test ends.
+func tlsPair(t *testing.T, creds func(*tls.Config) credentials.TransportCredentials) (host *tls.Conn, plugin net.Conn, counted *writeCounter) {
+	t.Helper()
+	serverConf, clientConf := testTLS(t)
+	hostEnd, pluginEnd := net.Pipe()
+	// Closed under TLS: a close_notify would wait for a reader.
+	t.Cleanup(func() {
+		hostEnd.Close()
+		pluginEnd.Close()
+	})
+	counted = &writeCounter{Conn: pluginEnd}
+	type handshake struct {
+		conn net.Conn
+		err  error
+	}
+	shook := make(chan handshake, 1)
+	go func() {
+		conn, _, err := creds(serverConf).ServerHandshake(counted)
+		shook <- handshake{conn, err}
+	}()
+	host = tls.Client(hostEnd, clientConf)
+	if err := host.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	h := <-shook
+	if h.err != nil {
+		t.Fatal(h.err)
+	}
+	return host, h.conn, counted
+}
+
+// Closing a plugin's connection while a Write waits for a host that reads
+// no more ends the Write at once, and the Close with it (TLS's own Close
+// would wait 5 s to send close_notify behind the gathered records); the
+// connection's writes fail from then on.
+func TestPluginTLSClosesDuringAGatheredWrite(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	defer goleak.VerifyNone(t, before)
+	_, plugin, _ := tlsPair(t, func(c *tls.Config) credentials.TransportCredentials { return gatheredTLS{credentials.NewTLS(c)} })
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := plugin.Write(make([]byte, 1<<20)) // the host never reads it
+		wrote <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the Write waits in its flush
+	began := time.Now()
+	_ = plugin.Close()
+	if took := time.Since(began); took > time.Second {
+		t.Errorf("Close took %v while a Write waited for the host", took)
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Error("the Write that Close cut short reported no error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Write still waited 5 s after Close")
+	}
+	if _, err := plugin.Write([]byte("more")); err == nil {
+		t.Error("a Write after Close succeeded")
 	}
 }
