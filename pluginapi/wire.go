@@ -11,10 +11,11 @@ import "google.golang.org/grpc"
 // copying, were most of what relaying it cost. Through a container, the
 // plugin's and agent's context switches per MiB fell by a third to a
 // half, and the host's CPU per MiB by a fifth; 1 MiB did better than 256
-// KiB on the host's side. Each connection has its own two buffers, not
-// buffers from gRPC's shared pool, which the collector empties (and the
-// race detector drops from) while megabytes go by; a buffer's pages are
-// touched only as far as a read or a write fills it.
+// KiB on the host's side. Each connection keeps its own write buffer, not
+// one from gRPC's shared pool, which the collector empties (and the race
+// detector drops from) while megabytes go by; the read buffer is the
+// connection's own anyway. So each end of a connection holds 2 MiB (and
+// may hold up to streamWindow of what its reader has not taken yet).
 const wireBuffer = 1 << 20
 
 // streamWindow is the HTTP/2 flow-control window of the same
@@ -31,6 +32,8 @@ const streamWindow = 4 << 20
 // the contract.
 func serverWireOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		// SharedWriteBuffer is deprecated in grpc 1.85 (sharing is the
+		// default): should it go, each write buffer comes from the pool.
 		grpc.ReadBufferSize(wireBuffer), grpc.WriteBufferSize(wireBuffer), grpc.SharedWriteBuffer(false),
 		grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow),
 	}
@@ -41,6 +44,7 @@ func serverWireOptions() []grpc.ServerOption {
 // buffers and windows its server (Serve) has.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
+		// Deprecated in grpc 1.85, as SharedWriteBuffer (serverWireOptions).
 		grpc.WithReadBufferSize(wireBuffer), grpc.WithWriteBufferSize(wireBuffer), grpc.WithSharedWriteBuffer(false),
 		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
 	}

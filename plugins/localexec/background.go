@@ -149,7 +149,7 @@ func (bp *process) Kill(ctx context.Context) (bool, error) {
 // the previous one; such a delta starts at a UTF-8 boundary. A delta never
 // ends inside a UTF-8 character while more may come: its bytes wait for
 // the next read. A read that finds nothing unread while a batch of stdout
-// gathers waits for it, at most bulkPace (awaitBatch).
+// gathers waits for it: it is due within bulkPace (awaitBatch).
 func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error) {
 	bp.awaitBatch(ctx)
 	out, outLost, outEnd := bp.stdout.unread.take(bp.readMax[0])
@@ -171,8 +171,8 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 
 // awaitBatch waits, when nothing is unread, for the batch of stdout that
 // gathers, if one does (gathering): it is due within bulkPace. The wait
-// is bounded all the same (a spill file's write may be slow), and ends
-// with ctx.
+// is bounded all the same, by twice that (a spill file's write may be
+// slow), and ends with ctx.
 func (bp *process) awaitBatch(ctx context.Context) {
 	batch := bp.p.batch.pending()
 	if batch == nil || !bp.stdout.unread.empty() || !bp.stderr.unread.empty() {

@@ -75,7 +75,7 @@ func copyBulk(w io.Writer, b *bulkPipe, batch *gathering) {
 // gathering says when a bulk pipe's reader lets a batch gather (it sleeps
 // bulkPace after a short read: the writer is writing), so that a read of
 // the output (ReadOutput) that finds nothing unread waits for that batch
-// (at most bulkPace) rather than answer with nothing. Polled back to
+// (due within bulkPace) rather than answer with nothing. Polled back to
 // back, a busy process's output was found empty by half the reads, each
 // a round trip through every hop (host, plugin, agent) that carried
 // nothing and took CPU from the process writing; and a read that waits

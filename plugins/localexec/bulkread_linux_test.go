@@ -339,9 +339,6 @@ func startPaced(t *testing.T, pace time.Duration, command string) *process {
 		t.Fatal(err)
 	}
 	p := sp.(*process)
-	if p.p.bulk == nil {
-		t.Fatal("the process's stdout is not a bulk pipe")
-	}
 	t.Cleanup(func() {
 		pid := p.p.child.Pid()
 		if _, err := p.Kill(context.Background()); err != nil {
@@ -351,6 +348,9 @@ func startPaced(t *testing.T, pace time.Duration, command string) *process {
 			t.Errorf("process %d is still there", pid)
 		}
 	})
+	if p.p.bulk == nil {
+		t.Fatal("the process's stdout is not a bulk pipe")
+	}
 	return p
 }
 
@@ -366,6 +366,9 @@ func readUntil(t *testing.T, p *process, want string) {
 		if got += r.Delta; got == want {
 			return
 		}
+		if !strings.HasPrefix(want, got) {
+			t.Fatalf("read %q, want %q first", got, want)
+		}
 	}
 	t.Fatalf("read %q in 5 s, want %q", got, want)
 }
@@ -375,8 +378,8 @@ func readUntil(t *testing.T, p *process, want string) {
 // answering with nothing: a caller polling a busy process gets bytes at
 // each read, not a round trip for nothing at every other one.
 func TestAReadWaitsForTheBatchThatGathers(t *testing.T) {
-	const pace = 500 * time.Millisecond
-	p := startPaced(t, pace, "printf a; sleep 0.1; printf b; sleep 30")
+	const pace = 2 * time.Second
+	p := startPaced(t, pace, "printf a; sleep 0.2; printf b; sleep 30")
 	readUntil(t, p, "a") // read at once; then the reader pauses, and b comes
 	began := time.Now()
 	r, err := p.ReadOutput(t.Context())
