@@ -82,8 +82,12 @@ func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteClo
 	}
 	endLife()
 	return why, func() {
-		srv.Stop()
+		// The stream first: gRPC's Stop waits for a connection still in
+		// its handshake (the other side has not spoken), whose read of
+		// the stream no deadline ends (a stream has none) but the
+		// stream's end.
 		conn.Close()
+		srv.Stop()
 	}
 }
 

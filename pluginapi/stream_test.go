@@ -272,6 +272,40 @@ func TestASideStreamsEndLeavesTheExecutorOpen(t *testing.T) {
 	}
 }
 
+// A stream whose other side never speaks (an agent whose host died as it
+// dialled, say) is served until ctx ends, and then no longer: gRPC's
+// server, stopping, waited for a handshake only the stream's end could
+// end, and the agent never returned.
+func TestAStreamNobodySpeaksOnStopsWithItsContext(t *testing.T) {
+	for _, side := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lifeline", true: "side stream"}[side], func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			defer goleak.VerifyNone(t, before)
+			hostEnd, agentEnd := net.Pipe()
+			defer hostEnd.Close() // the host's side says nothing
+			ctx, cancel := context.WithCancel(t.Context())
+			served := make(chan error, 1)
+			go func() {
+				if side {
+					served <- pluginapi.ServeSideStream(ctx, newEchoExecutor(), agentEnd)
+				} else {
+					served <- pluginapi.ServeStream(ctx, newEchoExecutor(), agentEnd)
+				}
+			}()
+			time.Sleep(50 * time.Millisecond) // the server waits in its handshake
+			cancel()
+			select {
+			case err := <-served:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("serving ended with %v once its context ended, want context.Canceled", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("serving a stream nobody spoke on went on 10 s after its context ended")
+			}
+		})
+	}
+}
+
 // countingWriter counts the writes made to a stream's end.
 type countingWriter struct {
 	net.Conn
