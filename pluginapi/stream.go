@@ -64,6 +64,7 @@ func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWrit
 // or serving fails, and returns why, and what stops the serving and
 // closes the stream.
 func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) (why error, stop func()) {
+	growSendBuffer(stream)
 	conn := newStreamConn(stream)
 	life, endLife := context.WithCancel(context.Background())
 	srv := grpc.NewServer(serverWireOptions()...)

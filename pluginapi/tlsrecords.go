@@ -25,6 +25,7 @@ type gatheredTLS struct {
 // credentials do, and returns a connection whose Writes reach raw as one
 // write each.
 func (g gatheredTLS) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	growSendBuffer(raw)
 	records := &recordGatherer{Conn: raw}
 	conn, info, err := g.TransportCredentials.ServerHandshake(records)
 	if err != nil {

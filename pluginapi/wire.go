@@ -49,3 +49,19 @@ func DialOptions() []grpc.DialOption {
 		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
 	}
 }
+
+// growSendBuffer lets a socket of the contract hold a whole write of its
+// gRPC connection (wireBuffer) where the kernel allows it (up to
+// net.core.wmem_max, which is 208 KiB by default): a megabyte written to
+// a socket of that default is taken in five parts, each after the reader
+// has made room, and each a wakeup of the writer. c is anything; a
+// socket that is not one, or cannot grow, keeps its buffer.
+func growSendBuffer(c any) {
+	if s, ok := c.(interface{ SetWriteBuffer(int) error }); ok {
+		_ = s.SetWriteBuffer(sendBufferBytes)
+	}
+}
+
+// sendBufferBytes is the send buffer growSendBuffer asks for: a write of
+// wireBuffer, and room for TLS's records and the kernel's accounting.
+const sendBufferBytes = wireBuffer + wireBuffer/8
