@@ -42,8 +42,8 @@ func unixPair(t *testing.T) (a, b *net.UnixConn) {
 
 // needSendBuffers skips a test where the kernel will not let a socket's
 // send buffer hold a gRPC write of the contract (net.core.wmem_max below
-// what growSendBuffer asks): there the socket keeps its default, as it
-// did before.
+// what growSendBuffer asks): there it takes the write in two or three
+// parts.
 func needSendBuffers(t *testing.T) {
 	t.Helper()
 	b, err := os.ReadFile("/proc/sys/net/core/wmem_max")
@@ -104,7 +104,7 @@ func shake(t *testing.T, hostCreds, pluginCreds func(*tls.Config) credentials.Tr
 // A plugin's socket holds a whole gathered write of a megabyte: the write
 // is done before the host reads any of it, rather than waiting for the
 // host to make room four times over (net.core.wmem_max's default of 208
-// KiB keeps sockets at their default).
+// KiB grants less).
 func TestAPluginsSocketHoldsAWholeWrite(t *testing.T) {
 	needSendBuffers(t)
 	for _, tc := range []struct {
@@ -120,13 +120,14 @@ func TestAPluginsSocketHoldsAWholeWrite(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			defer goleak.VerifyNone(t, before)
 			_, plugin, _ := shake(t, credentials.NewTLS, tc.creds, func(c net.Conn) net.Conn { return c })
-			_ = plugin.SetWriteDeadline(time.Now().Add(2 * time.Second))
+			wait := map[bool]time.Duration{true: 2 * time.Second, false: 200 * time.Millisecond}[tc.holds]
+			_ = plugin.SetWriteDeadline(time.Now().Add(wait))
 			_, err := plugin.Write(make([]byte, wireBuffer)) // the host reads nothing
 			if tc.holds && err != nil {
 				t.Fatalf("a 1 MiB write waited for the host to read: %v", err)
 			}
 			if !tc.holds && err == nil {
-				t.Fatal("a socket of the default size held 1 MiB: this test no longer sees what growSendBuffer is for")
+				t.Skip("a socket of this kernel's default size (net.core.wmem_default) holds 1 MiB: the control cannot tell")
 			}
 		})
 	}
@@ -181,8 +182,8 @@ func TestAHostReadsTheSocketAhead(t *testing.T) {
 				t.Fatal("the host read other bytes than the plugin wrote")
 			}
 			reads := counted.reads.Load() - was
-			if tc.ahead && reads > 4 {
-				t.Errorf("the host read a 1 MiB answer in %d reads of its socket, want at most 4", reads)
+			if tc.ahead && reads > 3 {
+				t.Errorf("the host read a 1 MiB answer in %d reads of its socket, want at most 3", reads)
 			}
 			if !tc.ahead && reads < 16 {
 				t.Errorf("crypto/tls alone read 1 MiB in %d reads: this test no longer sees what readAheadTLS is for", reads)
@@ -198,21 +199,21 @@ func TestAStreamsSocketGrowsItsSendBuffer(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	defer goleak.VerifyNone(t, before)
 	agentEnd, _ := unixPair(t)
-	if got := sendBuffer(t, agentEnd); got >= sendBufferBytes {
-		t.Fatalf("a new socket's send buffer is already %d bytes: this test cannot tell", got)
+	if got := sendBuffer(t, agentEnd); got >= 2*sendBufferBytes {
+		t.Skipf("a new socket's send buffer is already %d bytes (net.core.wmem_default): this test cannot tell", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	idle := struct{ ShellExecutor }{} // its methods are never called
 	go func() { served <- ServeSideStream(ctx, idle, agentEnd) }()
 	deadline := time.Now().Add(5 * time.Second)
-	for sendBuffer(t, agentEnd) < sendBufferBytes && time.Now().Before(deadline) {
+	for sendBuffer(t, agentEnd) < 2*sendBufferBytes && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	got := sendBuffer(t, agentEnd)
 	cancel()
 	<-served
-	if got < sendBufferBytes {
-		t.Errorf("the side stream's socket has a send buffer of %d bytes, want at least %d", got, sendBufferBytes)
+	if got < 2*sendBufferBytes { // Linux doubles what is asked
+		t.Errorf("the side stream's socket has a send buffer of %d bytes, want at least %d", got, 2*sendBufferBytes)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -281,8 +282,9 @@ func TestAStreamNobodySpeaksOnStopsWithItsContext(t *testing.T) {
 		t.Run(map[bool]string{false: "lifeline", true: "side stream"}[side], func(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			defer goleak.VerifyNone(t, before)
-			hostEnd, agentEnd := net.Pipe()
+			hostEnd, pipeEnd := net.Pipe()
 			defer hostEnd.Close() // the host's side says nothing
+			agentEnd := &firstUse{Conn: pipeEnd, used: make(chan struct{})}
 			ctx, cancel := context.WithCancel(t.Context())
 			served := make(chan error, 1)
 			go func() {
@@ -292,7 +294,7 @@ func TestAStreamNobodySpeaksOnStopsWithItsContext(t *testing.T) {
 					served <- pluginapi.ServeStream(ctx, newEchoExecutor(), agentEnd)
 				}
 			}()
-			time.Sleep(50 * time.Millisecond) // the server waits in its handshake
+			<-agentEnd.used // the server is in its handshake, which nobody answers
 			cancel()
 			select {
 			case err := <-served:
@@ -304,6 +306,24 @@ func TestAStreamNobodySpeaksOnStopsWithItsContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstUse is a stream's end that says when it is first read or written
+// (gRPC's server, in its handshake, writes its settings, then reads).
+type firstUse struct {
+	net.Conn
+	once sync.Once
+	used chan struct{}
+}
+
+func (c *firstUse) Read(p []byte) (int, error) {
+	c.once.Do(func() { close(c.used) })
+	return c.Conn.Read(p)
+}
+
+func (c *firstUse) Write(p []byte) (int, error) {
+	c.once.Do(func() { close(c.used) })
+	return c.Conn.Write(p)
 }
 
 // countingWriter counts the writes made to a stream's end.

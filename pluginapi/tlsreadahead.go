@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
+	"syscall"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -55,3 +57,13 @@ type readAheadConn struct {
 }
 
 func (c *readAheadConn) Read(p []byte) (int, error) { return c.ahead.Read(p) }
+
+// SyscallConn is the socket's, for gRPC's view of it (channelz's socket
+// options), as it is without the read-ahead.
+func (c *readAheadConn) SyscallConn() (syscall.RawConn, error) {
+	s, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return s.SyscallConn()
+}

@@ -1,6 +1,10 @@
 package pluginapi
 
-import "google.golang.org/grpc"
+import (
+	"net"
+
+	"google.golang.org/grpc"
+)
 
 // wireBuffer is the size of the read and write buffers of each gRPC
 // connection that carries the contract: a plugin's (host and plugin) and
@@ -14,8 +18,9 @@ import "google.golang.org/grpc"
 // KiB on the host's side. Each connection keeps its own write buffer, not
 // one from gRPC's shared pool, which the collector empties (and the race
 // detector drops from) while megabytes go by; the read buffer is the
-// connection's own anyway. So each end of a connection holds 2 MiB (and
-// may hold up to streamWindow of what its reader has not taken yet).
+// connection's own anyway. So each end of a connection holds 2 MiB (the
+// host's end of a plugin's a third, read ahead under TLS: readAheadTLS),
+// and may hold up to streamWindow of what its reader has not taken yet.
 const wireBuffer = 1 << 20
 
 // streamWindow is the HTTP/2 flow-control window of the same
@@ -50,18 +55,21 @@ func DialOptions() []grpc.DialOption {
 	}
 }
 
-// growSendBuffer lets a socket of the contract hold a whole write of its
-// gRPC connection (wireBuffer) where the kernel allows it (up to
-// net.core.wmem_max, which is 208 KiB by default): a megabyte written to
-// a socket of that default is taken in five parts, each after the reader
-// has made room, and each a wakeup of the writer. c is anything; a
-// socket that is not one, or cannot grow, keeps its buffer.
+// growSendBuffer lets a Unix socket of the contract (a plugin's; an
+// agent's side stream) hold a whole write of its gRPC connection
+// (wireBuffer): a megabyte written to a socket of Linux's default (208
+// KiB) was taken in five parts, each after the reader had made room, and
+// each a wakeup of the writer. Linux grants twice what is asked, for its
+// bookkeeping, up to twice net.core.wmem_max: with that setting's default
+// (208 KiB), 416 KiB, and a megabyte in two or three parts. Other streams
+// (a TCP connection, whose buffer the kernel tunes itself; an SSH channel;
+// pipes) keep theirs.
 func growSendBuffer(c any) {
-	if s, ok := c.(interface{ SetWriteBuffer(int) error }); ok {
+	if s, ok := c.(*net.UnixConn); ok {
 		_ = s.SetWriteBuffer(sendBufferBytes)
 	}
 }
 
-// sendBufferBytes is the send buffer growSendBuffer asks for: a write of
-// wireBuffer, and room for TLS's records and the kernel's accounting.
-const sendBufferBytes = wireBuffer + wireBuffer/8
+// sendBufferBytes is the send buffer growSendBuffer asks for: Linux
+// doubles it to 1.25 MiB, a write of wireBuffer and TLS's records.
+const sendBufferBytes = wireBuffer/2 + wireBuffer/8
