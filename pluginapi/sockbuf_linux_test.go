@@ -74,31 +74,12 @@ func sendBuffer(t *testing.T, sock *net.UnixConn) int {
 }
 
 // shake runs the TLS handshake of a plugin's connection over a socket
-// pair: the host's end with hostCreds, the plugin's with pluginCreds
-// (each nil for crypto/tls alone); hostRaw is the host's socket as its
-// TLS sees it (a reads counter, say).
-func shake(t *testing.T, hostCreds, pluginCreds func(*tls.Config) credentials.TransportCredentials, hostRaw func(net.Conn) net.Conn) (host, plugin net.Conn, pluginSock *net.UnixConn) {
+// pair: the host's end with hostCreds, the plugin's with pluginCreds;
+// hostRaw is the host's socket as its TLS sees it (a reads counter, say).
+func shake(t *testing.T, hostCreds, pluginCreds func(*tls.Config) credentials.TransportCredentials, hostRaw func(net.Conn) net.Conn) (host, plugin net.Conn) {
 	t.Helper()
-	serverConf, clientConf := testTLS(t)
 	hostSock, pluginSock := unixPair(t)
-	type handshake struct {
-		conn net.Conn
-		err  error
-	}
-	shook := make(chan handshake, 1)
-	go func() {
-		conn, _, err := pluginCreds(serverConf).ServerHandshake(pluginSock)
-		shook <- handshake{conn, err}
-	}()
-	host, _, err := hostCreds(clientConf).ClientHandshake(context.Background(), "localhost", hostRaw(hostSock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := <-shook
-	if h.err != nil {
-		t.Fatal(h.err)
-	}
-	return host, h.conn, pluginSock
+	return handshake(t, hostRaw(hostSock), pluginSock, hostCreds, pluginCreds)
 }
 
 // A plugin's socket holds a whole gathered write of a megabyte: the write
@@ -119,7 +100,7 @@ func TestAPluginsSocketHoldsAWholeWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			defer goleak.VerifyNone(t, before)
-			_, plugin, _ := shake(t, credentials.NewTLS, tc.creds, func(c net.Conn) net.Conn { return c })
+			_, plugin := shake(t, credentials.NewTLS, tc.creds, func(c net.Conn) net.Conn { return c })
 			wait := map[bool]time.Duration{true: 2 * time.Second, false: 200 * time.Millisecond}[tc.holds]
 			_ = plugin.SetWriteDeadline(time.Now().Add(wait))
 			_, err := plugin.Write(make([]byte, wireBuffer)) // the host reads nothing
@@ -162,7 +143,7 @@ func TestAHostReadsTheSocketAhead(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			defer goleak.VerifyNone(t, before)
 			counted := &readCounter{}
-			host, plugin, _ := shake(t, tc.creds, func(c *tls.Config) credentials.TransportCredentials { return gatheredTLS{credentials.NewTLS(c)} },
+			host, plugin := shake(t, tc.creds, func(c *tls.Config) credentials.TransportCredentials { return gatheredTLS{credentials.NewTLS(c)} },
 				func(c net.Conn) net.Conn { counted.Conn = c; return counted })
 			data := make([]byte, wireBuffer)
 			for i := range data {

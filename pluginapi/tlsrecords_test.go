@@ -2,6 +2,7 @@ package pluginapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -104,9 +105,8 @@ func TestPluginTLSWritesAWritesRecordsAtOnce(t *testing.T) {
 // tlsPair is a TLS connection over an in-memory pipe: the host's client
 // end, and the plugin's end made by creds, whose socket counts writes.
 // The pipe is closed when the test ends.
-func tlsPair(t *testing.T, creds func(*tls.Config) credentials.TransportCredentials) (host *tls.Conn, plugin net.Conn, counted *writeCounter) {
+func tlsPair(t *testing.T, creds func(*tls.Config) credentials.TransportCredentials) (host, plugin net.Conn, counted *writeCounter) {
 	t.Helper()
-	serverConf, clientConf := testTLS(t)
 	hostEnd, pluginEnd := net.Pipe()
 	// Closed under TLS: a close_notify would wait for a reader.
 	t.Cleanup(func() {
@@ -114,24 +114,34 @@ func tlsPair(t *testing.T, creds func(*tls.Config) credentials.TransportCredenti
 		pluginEnd.Close()
 	})
 	counted = &writeCounter{Conn: pluginEnd}
-	type handshake struct {
+	host, plugin = handshake(t, hostEnd, counted, credentials.NewTLS, creds)
+	return host, plugin, counted
+}
+
+// handshake runs the TLS handshake of a plugin's connection between
+// hostEnd, with hostCreds, and pluginEnd, with pluginCreds, and returns
+// both ends' TLS connections.
+func handshake(t *testing.T, hostEnd, pluginEnd net.Conn, hostCreds, pluginCreds func(*tls.Config) credentials.TransportCredentials) (host, plugin net.Conn) {
+	t.Helper()
+	serverConf, clientConf := testTLS(t)
+	type shaken struct {
 		conn net.Conn
 		err  error
 	}
-	shook := make(chan handshake, 1)
+	shook := make(chan shaken, 1)
 	go func() {
-		conn, _, err := creds(serverConf).ServerHandshake(counted)
-		shook <- handshake{conn, err}
+		conn, _, err := pluginCreds(serverConf).ServerHandshake(pluginEnd)
+		shook <- shaken{conn, err}
 	}()
-	host = tls.Client(hostEnd, clientConf)
-	if err := host.Handshake(); err != nil {
+	host, _, err := hostCreds(clientConf).ClientHandshake(context.Background(), "localhost", hostEnd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	h := <-shook
 	if h.err != nil {
 		t.Fatal(h.err)
 	}
-	return host, h.conn, counted
+	return host, h.conn
 }
 
 // Closing a plugin's connection while a Write waits for a host that reads
