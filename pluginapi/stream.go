@@ -124,7 +124,7 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 		}
 		return c, nil
 	}
-	conn, err := grpc.NewClient("passthrough:///executor-stream", append(DialOptions(),
+	conn, err := grpc.NewClient("passthrough:///executor-stream", append(dialWireOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStreamMessage)),

@@ -26,10 +26,10 @@ import (
 // PluginDialOptions are the options a host dials an executor plugin's
 // connection with (go-plugin's ClientConfig.GRPCDialOptions), given the
 // TLS configuration it gives go-plugin (ClientConfig.TLSConfig), whose
-// credentials they replace with the same TLS reading ahead: DialOptions,
-// and readAheadTLS.
+// credentials they replace with the same TLS reading ahead: the buffers
+// and windows of the plugin's server (Serve), and readAheadTLS.
 func PluginDialOptions(client *tls.Config) []grpc.DialOption {
-	return append(DialOptions(), grpc.WithTransportCredentials(readAheadTLS{credentials.NewTLS(client)}))
+	return append(dialWireOptions(), grpc.WithTransportCredentials(readAheadTLS{credentials.NewTLS(client)}))
 }
 
 // readAheadTLS is a host's TLS transport credentials (the client side of

@@ -44,10 +44,10 @@ func serverWireOptions() []grpc.ServerOption {
 	}
 }
 
-// DialOptions are the options a host dials an executor plugin's gRPC
-// connection with (go-plugin's ClientConfig.GRPCDialOptions): the
-// buffers and windows its server (Serve) has.
-func DialOptions() []grpc.DialOption {
+// dialWireOptions are the buffer and window options of a gRPC client of
+// the contract: a stream's (DialStream), a plugin's host's (within
+// PluginDialOptions).
+func dialWireOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		// Deprecated in grpc 1.85, as SharedWriteBuffer (serverWireOptions).
 		grpc.WithReadBufferSize(wireBuffer), grpc.WithWriteBufferSize(wireBuffer), grpc.WithSharedWriteBuffer(false),
