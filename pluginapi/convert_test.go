@@ -155,6 +155,10 @@ func TestResultRoundTrip(t *testing.T) {
 			Mode: SandboxReadOnly, Enforced: []string{"landlock", "seccomp"}, LikelyDenial: true,
 			Evidence: []string{"touch: cannot touch 'x': Permission denied"},
 		}}},
+		{"sandbox protected paths", RunResult{ExitCode: intPtr(0), Sandbox: &SandboxFacts{
+			Mode: SandboxWorkspaceWrite, WritableRoots: []string{"/ws"},
+			ProtectedPaths: []string{"/ws/.git/hooks", "/ws/.mcp.json", "/ws/odd\xffname"}, Unprotected: []string{".vscode"},
+		}}},
 		{"sandbox runner failure", RunResult{Sandbox: &SandboxFacts{Mode: SandboxWorkspaceWrite, RunnerFailure: "landlock unsupported"}}},
 		{"empty sandbox facts", RunResult{Sandbox: &SandboxFacts{}}},
 		{"interrupted", RunResult{Interrupted: "the session with a pipe ended under the command", DurationMs: 19}},

@@ -145,6 +145,13 @@ type SandboxFacts struct {
 	// sandbox lost it (its spawner died or stopped answering). Whatever
 	// the command was doing, it is over.
 	Interrupted string `json:"interrupted,omitempty"`
+	// ProtectedPaths are the paths inside the writable roots that stay
+	// read-only and cannot be created (hooks, configs that run code),
+	// symlinks resolved.
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	// Unprotected names the default protected paths the settings
+	// unprotected (".vscode").
+	Unprotected []string `json:"unprotected,omitempty"`
 }
 
 // RunResult is the settled outcome of a foreground command.

@@ -968,6 +968,11 @@ type SandboxFacts struct {
 	Interrupted string `protobuf:"bytes,8,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	// Which of the limits the run ran into.
 	LimitsReached []string `protobuf:"bytes,9,rep,name=limits_reached,json=limitsReached,proto3" json:"limits_reached,omitempty"`
+	// The protected paths in force inside the writable roots: read-only,
+	// and not to be created (paths, so bytes).
+	ProtectedPaths [][]byte `protobuf:"bytes,10,rep,name=protected_paths,json=protectedPaths,proto3" json:"protected_paths,omitempty"`
+	// The default protected paths the settings unprotected, by name.
+	Unprotected   []string `protobuf:"bytes,11,rep,name=unprotected,proto3" json:"unprotected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1061,6 +1066,20 @@ func (x *SandboxFacts) GetInterrupted() string {
 func (x *SandboxFacts) GetLimitsReached() []string {
 	if x != nil {
 		return x.LimitsReached
+	}
+	return nil
+}
+
+func (x *SandboxFacts) GetProtectedPaths() [][]byte {
+	if x != nil {
+		return x.ProtectedPaths
+	}
+	return nil
+}
+
+func (x *SandboxFacts) GetUnprotected() []string {
+	if x != nil {
+		return x.Unprotected
 	}
 	return nil
 }
@@ -2176,7 +2195,7 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"spill_path\x18\x04 \x01(\tR\tspillPath\x12'\n" +
 	"\x0fspill_truncated\x18\x05 \x01(\bR\x0espillTruncated\x12\x1f\n" +
 	"\vspill_error\x18\x06 \x01(\tR\n" +
-	"spillError\"\xae\x02\n" +
+	"spillError\"\xf9\x02\n" +
 	"\fSandboxFacts\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1a\n" +
 	"\benforced\x18\x02 \x03(\tR\benforced\x12#\n" +
@@ -2186,7 +2205,10 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0ewritable_roots\x18\x06 \x03(\fR\rwritableRoots\x12\x16\n" +
 	"\x06limits\x18\a \x03(\tR\x06limits\x12 \n" +
 	"\vinterrupted\x18\b \x01(\tR\vinterrupted\x12%\n" +
-	"\x0elimits_reached\x18\t \x03(\tR\rlimitsReached\"\xea\x03\n" +
+	"\x0elimits_reached\x18\t \x03(\tR\rlimitsReached\x12'\n" +
+	"\x0fprotected_paths\x18\n" +
+	" \x03(\fR\x0eprotectedPaths\x12 \n" +
+	"\vunprotected\x18\v \x03(\tR\vunprotected\"\xea\x03\n" +
 	"\tRunResult\x12 \n" +
 	"\texit_code\x18\x01 \x01(\x03H\x00R\bexitCode\x88\x01\x01\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\tR\x06signal\x12\x1b\n" +
