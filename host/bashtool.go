@@ -234,6 +234,13 @@ func RenderResult(res pluginapi.RunResult) string {
 		case sb.Interrupted != "":
 			notes = append(notes, fmt.Sprintf("[sandbox %s: the sandbox lost the command, so how it ended is unknown: %s]", sb.Mode, sb.Interrupted))
 		case sb.LikelyDenial:
+			if protected := sb.DeniedProtected(); len(protected) > 0 {
+				// Escalating would let the command write what tools
+				// outside the sandbox run later, as the user.
+				notes = append(notes, fmt.Sprintf("[sandbox %s likely refused this (%s): %s is protected (hooks and configurations that tools outside the sandbox run, as the user); an escalation (sandbox_permissions: %s) would write it, so ask only if the user wants exactly that]",
+					sb.Mode, strings.Join(sb.Evidence, " | "), strings.Join(protected, ", "), RequireEscalated))
+				break
+			}
 			notes = append(notes, fmt.Sprintf("[sandbox %s likely refused this (%s); if the command must do it, ask again with sandbox_permissions: %s and a justification]",
 				sb.Mode, strings.Join(sb.Evidence, " | "), RequireEscalated))
 		}

@@ -200,6 +200,15 @@ func TestRenderResultSaysWhatTheSandboxDid(t *testing.T) {
 	if _, st := pluginapi.ParseExitStatus(denied); st.ExitCode != 1 {
 		t.Errorf("the marker after the note: %q", denied)
 	}
+	planted := host.RenderResult(pluginapi.RunResult{
+		ExitCode: &code,
+		Sandbox: &pluginapi.SandboxFacts{Mode: pluginapi.SandboxWorkspaceWrite, LikelyDenial: true,
+			ProtectedPaths: []string{"/ws/.git", "/ws/.git/hooks", "/ws/.mcp.json"},
+			Evidence:       []string{"bash: .git/hooks/pre-commit: Read-only file system"}},
+	})
+	if !strings.Contains(planted, "/ws/.git, /ws/.git/hooks is protected (hooks and configurations that tools outside the sandbox run, as the user); an escalation (sandbox_permissions: require_escalated) would write it") {
+		t.Errorf("a denial at a protected path: %q", planted)
+	}
 	code = 126
 	failed := host.RenderResult(pluginapi.RunResult{
 		ExitCode: &code,

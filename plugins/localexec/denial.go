@@ -13,6 +13,18 @@ import (
 // namespace without a network with ENETUNREACH or a failed name lookup.
 var denial = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|invalid cross-device link|network is unreachable|temporary failure in name resolution`)
 
+// protectedBusy matches how a refusal at a protected path reads besides
+// EROFS: its mount cannot be moved or removed (EBUSY), and a missing
+// one's placeholder is a directory (EISDIR).
+var protectedBusy = regexp.MustCompile(`(?i)device or resource busy|is a directory`)
+
+// protectedRefusal says whether line is a refusal that names one of the
+// result's protected paths.
+func protectedRefusal(res pluginapi.RunResult, line string) bool {
+	return res.Sandbox != nil && len(res.Sandbox.ProtectedPaths) > 0 && protectedBusy.MatchString(line) &&
+		len(pluginapi.ProtectedNamed(line, res.Sandbox.ProtectedPaths)) > 0
+}
+
 // maxEvidence bounds the evidence lines of a likely denial, and their
 // length.
 const (
@@ -30,7 +42,7 @@ func DenialEvidence(res pluginapi.RunResult) []string {
 			if len(evidence) == maxEvidence {
 				return evidence
 			}
-			if denial.MatchString(line) {
+			if denial.MatchString(line) || protectedRefusal(res, line) {
 				if len(line) > maxEvidenceLine {
 					line = strings.ToValidUTF8(line[:maxEvidenceLine], "") + "…"
 				}
