@@ -41,6 +41,10 @@ const PolicySchema = `{
       "writableRoots": {"type": "array", "items": {"type": "string"},
         "description": "absolute directories writable in workspace-write, besides the workdir and a private temporary directory"},
       "network": {"type": "boolean", "default": false, "description": "allow network sockets (TCP, UDP)"},
+      "protectedPaths": {"type": "array", "items": {"type": "string", "minLength": 1},
+        "description": "paths kept read-only (and not to be created) inside every writable root in workspace-write, besides the defaults: relative to each root, or absolute"},
+      "unprotectedPaths": {"type": "array", "items": {"type": "string", "minLength": 1},
+        "description": "default protected paths to leave writable, each named exactly as the defaults name it (.vscode, .git, ...); the result's sandbox facts say so"},
       "limits": {"type": "object", "additionalProperties": false,
         "description": "what one confined run may take; hitting a limit fails what the command tried (fork, a write, an allocation), and the result's sandbox facts list the limits in force",
         "properties": {
@@ -60,6 +64,10 @@ type SandboxPolicy struct {
 	DefaultMode   pluginapi.SandboxMode `json:"defaultMode,omitempty"`
 	WritableRoots []string              `json:"writableRoots,omitempty"`
 	Network       bool                  `json:"network,omitempty"`
+	// ProtectedPaths extend the protected paths; UnprotectedPaths take
+	// defaults off, by name (protect.NewList).
+	ProtectedPaths   []string `json:"protectedPaths,omitempty"`
+	UnprotectedPaths []string `json:"unprotectedPaths,omitempty"`
 	// Limits bound one run; a nil field takes its default.
 	Limits SandboxLimits `json:"limits,omitempty"`
 }

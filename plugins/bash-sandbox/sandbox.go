@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/dsh-host/dsh-host/internal/protect"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/bash-sandbox/confine"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -39,6 +41,9 @@ type sandbox struct {
 	// being started for it is (or failed).
 	starting map[string]chan struct{}
 	recent   []string // keys, least recently used first
+	// retired are spawners replaced while they ran something, closed
+	// once idle.
+	retired []*confine.Spawner
 	// granted are the roots made writable so far, symlinks resolved.
 	granted []string
 	closed  bool
@@ -71,7 +76,30 @@ func (s *sandbox) checkPolicy(p SandboxPolicy) error {
 			return fmt.Errorf("%w: %s: writable root %q is not absolute", pluginapi.ErrInvalidSettings, Name, r)
 		}
 	}
+	if _, err := protect.NewList(p.ProtectedPaths, p.UnprotectedPaths); err != nil {
+		return fmt.Errorf("%w: %s: sandbox.%v", pluginapi.ErrInvalidSettings, Name, err)
+	}
 	return nil
+}
+
+// protectedList is the protected list of the policy in force (checked
+// when the policy was taken). s.mu is held.
+func (s *sandbox) protectedList() protect.List {
+	l, _ := protect.NewList(s.policy.ProtectedPaths, s.policy.UnprotectedPaths)
+	return l
+}
+
+// homeDir is the user's home directory, symlinks resolved: missing rc
+// files get placeholders only there.
+func homeDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		return real
+	}
+	return home
 }
 
 // setPolicy replaces the policy, and says where to make the scratch
@@ -114,14 +142,16 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		return localexec.Confinement{}, err
 	}
 	writable := []string{p.Scratch}
+	var unprotected []string
 	if p.Mode == pluginapi.SandboxWorkspaceWrite {
 		writable = append(slices.Clone(p.WritableRoots), p.Scratch)
 		s.mu.Lock()
 		s.grant(p.WritableRoots)
+		unprotected = s.protectedList().Unprotected
 		s.mu.Unlock()
 	}
 	return localexec.Confinement{Launcher: &launcher{s: s, p: p, sp: sp}, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": p.Scratch},
-		WritableRoots: writable, Limits: sp.Limits}, nil
+		WritableRoots: writable, Limits: sp.Limits, ProtectedPaths: sp.Protected, Unprotected: unprotected}, nil
 }
 
 // policyOf is the policy a command resolved to spec runs under, its roots
@@ -197,6 +227,14 @@ func (s *sandbox) spawnerFor(p confine.Policy) (*confine.Spawner, error) {
 				gone, sp = sp, nil
 				delete(s.spawners, key)
 			default:
+				if !sp.Intact() {
+					// A placeholder was removed outside, and with it the
+					// mount over it: a new spawner protects it again.
+					// The old one's runs go on; it is closed once idle.
+					s.retire(sp)
+					sp = nil
+					delete(s.spawners, key)
+				}
 			}
 		}
 		if sp != nil {
@@ -207,9 +245,15 @@ func (s *sandbox) spawnerFor(p confine.Policy) (*confine.Spawner, error) {
 		}
 		done := make(chan struct{})
 		s.starting[key] = done
+		list := s.protectedList()
 		s.mu.Unlock()
 		if gone != nil {
-			_ = gone.Close()
+			_ = gone.Close() // and lets go of its placeholders
+		}
+		if p.Mode == pluginapi.SandboxWorkspaceWrite {
+			// Planned at the spawner's start: its mounts are made then,
+			// once, for every run it makes.
+			p.Protected = protect.Plan(p.WritableRoots, homeDir(), list)
 		}
 		sp, err := confine.StartSpawner(fmt.Sprintf("/proc/self/fd/%d", s.self.Fd()), p)
 		s.mu.Lock()
@@ -323,6 +367,31 @@ func (s *sandbox) touch(key string) (evicted []*confine.Spawner) {
 	return evicted
 }
 
+// retire closes sp once nothing runs in it, or when the sandbox closes.
+// s.mu is held.
+func (s *sandbox) retire(sp *confine.Spawner) {
+	s.retired = append(s.retired, sp)
+	go func() {
+		for !sp.Idle() {
+			select {
+			case <-sp.Gone():
+			case <-time.After(100 * time.Millisecond):
+				continue
+			}
+			break
+		}
+		s.mu.Lock()
+		i := slices.Index(s.retired, sp)
+		if i >= 0 {
+			s.retired = slices.Delete(s.retired, i, i+1)
+		}
+		s.mu.Unlock()
+		if i >= 0 {
+			_ = sp.Close()
+		}
+	}()
+}
+
 // closeSpawners closes spawners, outside s.mu: a close waits for the
 // process.
 func closeSpawners(spawners []*confine.Spawner) {
@@ -343,11 +412,14 @@ func (s *sandbox) Close() error {
 	s.closed = true
 	spawners := s.spawners
 	s.spawners = map[string]*confine.Spawner{}
+	retired := s.retired
+	s.retired = nil
 	scratch := s.scratch
 	s.mu.Unlock()
 	for _, sp := range spawners {
 		_ = sp.Close()
 	}
+	closeSpawners(retired)
 	s.self.Close()
 	if scratch != "" {
 		return os.RemoveAll(scratch)

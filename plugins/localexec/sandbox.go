@@ -39,6 +39,10 @@ type Confinement struct {
 	// (symlinks resolved) and the resource limits in force, for its facts.
 	WritableRoots []string
 	Limits        []string
+	// ProtectedPaths are the paths beneath the writable roots kept
+	// read-only, and Unprotected the defaults the settings took off.
+	ProtectedPaths []string
+	Unprotected    []string
 }
 
 // ErrRunnerFailure wraps a sandbox's failure to confine a command.
@@ -57,5 +61,6 @@ func (e *Executor) confine(spec pluginapi.ExecSpec) (Confinement, *pluginapi.San
 		return Confinement{}, facts, err
 	}
 	facts.Enforced, facts.WritableRoots, facts.Limits = c.Enforced, c.WritableRoots, c.Limits
+	facts.ProtectedPaths, facts.Unprotected = c.ProtectedPaths, c.Unprotected
 	return c, facts, nil
 }

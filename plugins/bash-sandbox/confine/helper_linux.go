@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // helperArg, as the first argument, makes the plugin binary the spawner.
@@ -136,6 +138,11 @@ func setUpSpawner(p Policy) (conf *confinement, spareTime bool, err error) {
 	if err := readOnlyExcept(p.writable()); err != nil {
 		return nil, false, unenforceable(err)
 	}
+	if p.Mode == pluginapi.SandboxWorkspaceWrite {
+		if err := protectPaths(p.Protected); err != nil {
+			return nil, false, unenforceable(err)
+		}
+	}
 	if err := hideMountsBeneath(hiddenBeneath, p.writable()); err != nil {
 		return nil, false, unenforceable(err)
 	}
@@ -171,6 +178,9 @@ func setUpSpawner(p Policy) (conf *confinement, spareTime bool, err error) {
 		return nil, false, unenforceable(err)
 	}
 	conf.enforced = append(conf.enforced, "read-only-mounts")
+	if p.Mode == pluginapi.SandboxWorkspaceWrite && len(p.Protected) > 0 {
+		conf.enforced = append(conf.enforced, "protected-paths")
+	}
 	if p.Scratch != "" {
 		conf.enforced = append(conf.enforced, "private-tmpfs")
 	}

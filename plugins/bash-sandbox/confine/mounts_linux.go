@@ -5,7 +5,6 @@ package confine
 import (
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -234,10 +233,4 @@ func mountNamespace() string {
 func inOwnMountNamespace() bool {
 	self, parent := mountNamespace(), os.Getenv(nsVar)
 	return self != "" && parent != "" && self != parent
-}
-
-// within says whether path is dir or lies beneath it (both clean and
-// absolute).
-func within(path, dir string) bool {
-	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }

@@ -37,7 +37,7 @@ func HelperMain() int { return 2 }
 var ErrSpawnerGone = errors.New("the sandbox spawner is gone")
 
 // Spawner cannot exist on this platform.
-type Spawner struct{ Enforced, Limits []string }
+type Spawner struct{ Enforced, Limits, Protected []string }
 
 // StartSpawner fails as Probe does.
 func StartSpawner(exe string, p Policy) (*Spawner, error) {
@@ -56,6 +56,9 @@ func (s *Spawner) StartsElsewhere() {}
 
 // Idle is true: nothing runs.
 func (s *Spawner) Idle() bool { return true }
+
+// Intact is true: nothing is held.
+func (s *Spawner) Intact() bool { return true }
 
 // Close has nothing to do.
 func (s *Spawner) Close() error { return nil }

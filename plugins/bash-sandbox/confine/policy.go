@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dsh-host/dsh-host/internal/protect"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -27,6 +28,10 @@ type Policy struct {
 	Network bool `json:"network,omitempty"`
 	// Limits bound what a run may take.
 	Limits Limits `json:"limits,omitempty"`
+	// Protected is what stays read-only beneath the writable roots in
+	// workspace-write (protect.Plan's targets, planned when a spawner
+	// starts): hooks and configurations that tools outside run.
+	Protected []protect.Target `json:"protected,omitempty"`
 }
 
 // Limits bound the resources of a run; zero means no bound.
@@ -56,7 +61,21 @@ func (p Policy) Check() error {
 			return fmt.Errorf("sandbox root %q is not absolute", r)
 		}
 	}
+	for _, t := range p.Protected {
+		if !slices.Contains(p.WritableRoots, t.Root) || !filepath.IsAbs(t.Path) || !within(filepath.Clean(t.Path), t.Root) || t.Path == t.Root {
+			return fmt.Errorf("protected path %q is not beneath a writable root", t.Path)
+		}
+	}
 	return nil
+}
+
+// ProtectedPaths are the paths of p.Protected, for a result's facts.
+func (p Policy) ProtectedPaths() []string {
+	out := make([]string, len(p.Protected))
+	for i, t := range p.Protected {
+		out[i] = t.Path
+	}
+	return out
 }
 
 // Key names the policy among others, for reusing a spawner.
@@ -92,8 +111,15 @@ var Uncontained = []string{
 	"memory: not limited unless sandbox.limits.memoryMiB asks, and then only where a cgroup v1 memory controller is available to a root plugin",
 	"network: with sandbox.network true, every TCP and UDP destination the host reaches (unix sockets stay refused)",
 	"planted symlinks: a workdir through a symlink a confined command planted is refused only for roots this plugin process granted; after a restart, or in another host, name the real directory",
+	"new repositories: a repository a command makes (git init, git clone, a .git in a new subdirectory) has its hooks and configuration protected only from its policy's next spawner on; repositories deeper than three levels in a root are not searched",
 }
 
 // deviceFiles are written by ordinary commands (`> /dev/null`) and are
 // writable in every mode.
 var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/urandom", "/dev/random"}
+
+// within says whether path is dir or lies beneath it (both clean and
+// absolute).
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}

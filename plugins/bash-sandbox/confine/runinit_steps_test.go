@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-host/dsh-host/internal/protect"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -95,7 +97,11 @@ type stepVariant struct {
 	cloneflags uintptr
 	mountProc  bool
 	confine    bool
-	cgroups    bool
+	// protect: started from a thread whose mount namespace holds the
+	// mounts of a repository's default protected paths, which each run's
+	// namespace copies.
+	protect bool
+	cgroups bool
 }
 
 // runInitStepsChild is the measuring child: it makes its mounts private,
@@ -142,6 +148,7 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 		{name: "proc", cloneflags: all, mountProc: true},
 		{name: "confine", cloneflags: all, mountProc: true, confine: true},
 		{name: "cgroups", cloneflags: all, mountProc: true, confine: true, cgroups: true},
+		{name: "protect", cloneflags: all, mountProc: true, confine: true, protect: true},
 	}
 
 	var skipped []string
@@ -163,6 +170,13 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 		skip("cgroups", "no cgroup v1 memory hierarchy this process may make groups in")
 	} else {
 		defer groups.close()
+	}
+
+	onProtected, stopProtected, err := protectedThread(t)
+	if err != nil {
+		skip("protect", oneLine(err.Error()))
+	} else {
+		defer stopProtected()
 	}
 
 	var life [2]int // as the spawner's: the inits get the read end
@@ -202,7 +216,13 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 	for i := range warmup + n {
 		for j := range variants {
 			k := (i + j) % len(variants) // each goes first in turn
-			d, err := run(variants[k])
+			var d time.Duration
+			var err error
+			if variants[k].protect {
+				onProtected(func() { d, err = run(variants[k]) })
+			} else {
+				d, err = run(variants[k])
+			}
 			if err != nil {
 				t.Fatalf("step %s: %v", variants[k].name, err)
 			}
@@ -315,3 +335,68 @@ func stepMedian(xs []float64) float64 {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// protectedThread locks a thread of its own into a new mount namespace
+// that holds what a spawner mounts for the default protected paths of a
+// repository (its .git pinned, its hooks, config and attributes, and the
+// placeholders of the agent hosts' and editors' configurations), and
+// returns a way to run functions on that thread, and to end it.
+func protectedThread(t *testing.T) (on func(func()), stop func(), err error) {
+	repo := t.TempDir()
+	for _, d := range []string{".git/hooks", ".git/objects", ".git/refs"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, f := range []string{".git/config", ".git/HEAD"} {
+		if err := os.WriteFile(filepath.Join(repo, f), nil, 0o644); err != nil {
+			return nil, nil, err
+		}
+	}
+	list, _ := protect.NewList(nil, nil)
+	p := Policy{Mode: pluginapi.SandboxWorkspaceWrite, WritableRoots: []string{repo}, Protected: protect.Plan([]string{repo}, "", list)}
+	held, err := holdPlaceholders(&p)
+	if err != nil {
+		return nil, nil, err
+	}
+	calls, ready, done := make(chan func()), make(chan error), make(chan struct{})
+	go func() {
+		defer close(done)
+		// Never unlocked: the thread, and its mount namespace, end with
+		// this goroutine.
+		runtime.LockOSThread()
+		err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS)
+		if err == nil {
+			err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+		}
+		if err == nil {
+			err = readOnlyExcept(p.WritableRoots)
+		}
+		if err == nil {
+			err = protectPaths(p.Protected)
+		}
+		ready <- err
+		if err != nil {
+			return
+		}
+		for f := range calls {
+			f()
+		}
+	}()
+	if err := <-ready; err != nil {
+		<-done
+		releaseAll(held)
+		return nil, nil, err
+	}
+	on = func(f func()) {
+		finished := make(chan struct{})
+		calls <- func() { f(); close(finished) }
+		<-finished
+	}
+	stop = func() {
+		close(calls)
+		<-done
+		releaseAll(held)
+	}
+	return on, stop, nil
+}

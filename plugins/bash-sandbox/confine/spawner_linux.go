@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-host/dsh-host/internal/protect"
+	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
@@ -34,6 +37,13 @@ type Spawner struct {
 	Enforced []string
 	// Limits are the resource limits in force, and how.
 	Limits []string
+	// Protected are the protected paths in force beneath the writable
+	// roots.
+	Protected []string
+
+	// held are the placeholders of protected paths that were missing,
+	// let go once the spawner is gone.
+	held []*protect.Placeholder
 
 	limits Limits
 	groups *runGroups
@@ -50,6 +60,8 @@ type Spawner struct {
 	ready    chan readyInit
 	asked    atomic.Int64
 	answered atomic.Int64
+
+	heldOnce sync.Once
 
 	mu   sync.Mutex
 	gone chan struct{}
@@ -70,6 +82,22 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 	if _, err := Probe(p); err != nil {
 		return nil, err
 	}
+	held, err := holdPlaceholders(&p)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrUnenforceable, p.Mode, err)
+	}
+	s, err := startSpawner(exe, p)
+	if err != nil {
+		releaseAll(held)
+		return nil, err
+	}
+	s.held = held
+	return s, nil
+}
+
+// startSpawner starts the spawner of p, whose protected paths are all
+// there (placeholders held for those that were missing).
+func startSpawner(exe string, p Policy) (*Spawner, error) {
 	policy, err := encodePolicy(p)
 	if err != nil {
 		return nil, err
@@ -132,6 +160,9 @@ func StartSpawner(exe string, p Policy) (*Spawner, error) {
 		return nil, err
 	}
 	s.Enforced = ready.Enforced
+	if p.Mode == pluginapi.SandboxWorkspaceWrite {
+		s.Protected = p.ProtectedPaths()
+	}
 	s.limits, s.groups = p.Limits, newRunGroups(p.Limits)
 	s.Limits = s.groups.facts(p.Limits)
 	go s.watch()
@@ -541,7 +572,53 @@ func (s *Spawner) Close() error {
 	localexec.ForgetHelper(s.proc.Pid)
 	<-s.gone
 	s.groups.close()
+	s.heldOnce.Do(func() { releaseAll(s.held) })
 	return nil
+}
+
+// Intact says whether every placeholder the spawner's mounts cover is
+// still there: a placeholder removed outside takes its mount with it.
+func (s *Spawner) Intact() bool {
+	for _, ph := range s.held {
+		if !ph.Intact() {
+			return false
+		}
+	}
+	return true
+}
+
+// holdPlaceholders holds a placeholder for each of p's protected paths
+// that is missing now (workspace-write only), and takes a share of those
+// that are placeholders of another sandbox's, so that none is removed
+// under this one's mounts; a path that turned up meanwhile is protected
+// as it is.
+func holdPlaceholders(p *Policy) ([]*protect.Placeholder, error) {
+	if p.Mode != pluginapi.SandboxWorkspaceWrite {
+		return nil, nil
+	}
+	var held []*protect.Placeholder
+	p.Protected = slices.Clone(p.Protected)
+	for i, t := range p.Protected {
+		if t.How == protect.Cover || t.How == protect.Pin {
+			continue // no placeholder stands for a symlink or a repository
+		}
+		ph, err := protect.Hold(t)
+		if err != nil {
+			releaseAll(held)
+			return nil, err
+		}
+		if ph != nil {
+			held = append(held, ph)
+		}
+		p.Protected[i].Missing = false
+	}
+	return held, nil
+}
+
+func releaseAll(held []*protect.Placeholder) {
+	for _, ph := range held {
+		ph.Release()
+	}
 }
 
 // letGo closes the sockets of the ready inits still held, once the spawner

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-host/dsh-host/internal/protect"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -207,15 +208,27 @@ func closeAll(fds []int) {
 // policyWire is a Policy as the spawner receives it: paths as bytes, since
 // they need not be UTF-8.
 type policyWire struct {
-	Mode          string   `json:"mode"`
-	WritableRoots [][]byte `json:"writableRoots,omitempty"`
-	Scratch       []byte   `json:"scratch,omitempty"`
-	Network       bool     `json:"network,omitempty"`
-	Limits        Limits   `json:"limits"`
+	Mode          string          `json:"mode"`
+	WritableRoots [][]byte        `json:"writableRoots,omitempty"`
+	Scratch       []byte          `json:"scratch,omitempty"`
+	Network       bool            `json:"network,omitempty"`
+	Limits        Limits          `json:"limits"`
+	Protected     []protectedWire `json:"protected,omitempty"`
+}
+
+// protectedWire is a protected path as the spawner receives it.
+type protectedWire struct {
+	Path []byte      `json:"path"`
+	Root []byte      `json:"root"`
+	How  protect.How `json:"how"`
 }
 
 func encodePolicy(p Policy) ([]byte, error) {
-	return json.Marshal(policyWire{string(p.Mode), toBytes(p.WritableRoots), []byte(p.Scratch), p.Network, p.Limits})
+	var protected []protectedWire
+	for _, t := range p.Protected {
+		protected = append(protected, protectedWire{[]byte(t.Path), []byte(t.Root), t.How})
+	}
+	return json.Marshal(policyWire{string(p.Mode), toBytes(p.WritableRoots), []byte(p.Scratch), p.Network, p.Limits, protected})
 }
 
 func decodePolicy(b []byte) (Policy, error) {
@@ -223,5 +236,9 @@ func decodePolicy(b []byte) (Policy, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Policy{}, err
 	}
-	return Policy{Mode: pluginapi.SandboxMode(w.Mode), WritableRoots: fromBytes(w.WritableRoots), Scratch: string(w.Scratch), Network: w.Network, Limits: w.Limits}, nil
+	p := Policy{Mode: pluginapi.SandboxMode(w.Mode), WritableRoots: fromBytes(w.WritableRoots), Scratch: string(w.Scratch), Network: w.Network, Limits: w.Limits}
+	for _, t := range w.Protected {
+		p.Protected = append(p.Protected, protect.Target{Path: string(t.Path), Root: string(t.Root), How: t.How})
+	}
+	return p, p.Check()
 }
