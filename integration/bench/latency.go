@@ -12,7 +12,13 @@ import (
 
 // runTrue runs `true` through the plugin: Resolve and Run, one round trip.
 func runTrue(ctx context.Context, shell pluginapi.ShellExecutor) error {
-	res, err := pluginapi.RunRequest(ctx, shell, pluginapi.ExecRequest{Command: "true"}, nil)
+	return runTrueIn(ctx, shell, "")
+}
+
+// runTrueIn runs `true` through shell in workdir ("": the executor's
+// default).
+func runTrueIn(ctx context.Context, shell pluginapi.ShellExecutor, workdir string) error {
+	res, err := pluginapi.RunRequest(ctx, shell, pluginapi.ExecRequest{Command: "true", Workdir: workdir}, nil)
 	if err == nil && (res.ExitCode == nil || *res.ExitCode != 0) {
 		err = fmt.Errorf("true did not exit 0: %+v", res)
 	}

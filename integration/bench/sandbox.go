@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -9,8 +12,18 @@ import (
 
 // sandboxLatency is the median latency of `true` under bash-sandbox
 // (workspace-write: its spawner forks the command, already confined)
-// against bash-local, both launched as plugins and measured in turn.
+// against bash-local, both launched as plugins and measured in turn. Both
+// run in a git repository, where the sandbox keeps the default protected
+// paths (the repository's hooks and configuration among them).
 func sandboxLatency(ctx context.Context, bin string, local pluginapi.ShellExecutor, n, warmup int) ([]figure, error) {
+	repo, err := os.MkdirTemp("", "dsh-bench-repo-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(repo)
+	if out, err := exec.CommandContext(ctx, "git", "init", "-q", repo).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("git init: %v: %s", err, out)
+	}
 	h, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "bash-sandbox", Path: bin, Args: host.ServeArgs("bash-sandbox")}})
 	if err != nil {
 		return nil, err
@@ -18,8 +31,8 @@ func sandboxLatency(ctx context.Context, bin string, local pluginapi.ShellExecut
 	defer h.Close(ctx)
 	sandboxed := h.Shell()
 	times, err := interleave(n, warmup,
-		func() error { return runTrue(ctx, sandboxed) },
-		func() error { return runTrue(ctx, local) })
+		func() error { return runTrueIn(ctx, sandboxed, repo) },
+		func() error { return runTrueIn(ctx, local, repo) })
 	if err != nil {
 		return nil, err
 	}
