@@ -200,12 +200,20 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		SecurityOpt: []string{"no-new-privileges"},
 	}
 	lay.apply(cfg, host, s.NetworkName)
+	protectBinds, release, err := holdProtected(lay.protected)
+	if err != nil {
+		return nil, fmt.Errorf("container: %w", err)
+	}
+	host.Binds = append(host.Binds, protectBinds...)
 	id, side, err := createContainer(ctx, c, cfg, host, sideFor(c))
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
 	}
 	remove := func(ctx context.Context) error {
 		defer c.Close()
+		// The placeholders go once the container that covers them is.
+		defer release()
 		return removeContainer(ctx, c, id)
 	}
 	attached, err := c.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})

@@ -9,6 +9,7 @@ import (
 
 	ctr "github.com/moby/moby/api/types/container"
 
+	"github.com/dsh-host/dsh-host/internal/protect"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -24,6 +25,10 @@ const PolicySchema = `{
       "writableRoots": {"type": "array", "items": {"type": "string"},
         "description": "absolute directories of this machine mounted at the same path: writable in workspace-write and danger-full-access, read-only in read-only"},
       "network": {"type": "boolean", "default": false, "description": "join the engine's network (shell.networkName) in every mode; off: no network but in danger-full-access"},
+      "protectedPaths": {"type": "array", "items": {"type": "string", "minLength": 1},
+        "description": "paths kept read-only (and not to be created) inside the workspace and every writable root in workspace-write, besides the defaults: relative to each root, or absolute"},
+      "unprotectedPaths": {"type": "array", "items": {"type": "string", "minLength": 1},
+        "description": "default protected paths to leave writable, each named exactly as the defaults name it (.vscode, .git, ...); the result's sandbox facts say so"},
       "limits": {"type": "object", "additionalProperties": false,
         "description": "what one container may take (each mode's container, all its commands together)",
         "properties": {
@@ -40,6 +45,10 @@ type Policy struct {
 	WritableRoots []string              `json:"writableRoots,omitempty"`
 	Network       bool                  `json:"network,omitempty"`
 	Limits        Limits                `json:"limits,omitempty"`
+	// ProtectedPaths extend the protected paths; UnprotectedPaths take
+	// defaults off, by name (protect.NewList).
+	ProtectedPaths   []string `json:"protectedPaths,omitempty"`
+	UnprotectedPaths []string `json:"unprotectedPaths,omitempty"`
 }
 
 // Limits bound one container (nil: the default).
@@ -77,6 +86,9 @@ func (p Policy) check() error {
 			return fmt.Errorf("%w: sandboxPolicy.writableRoots: %q is not an absolute path", pluginapi.ErrInvalidSettings, r)
 		}
 	}
+	if _, err := protect.NewList(p.ProtectedPaths, p.UnprotectedPaths); err != nil {
+		return fmt.Errorf("%w: sandboxPolicy.%v", pluginapi.ErrInvalidSettings, err)
+	}
 	for name, v := range map[string]*int64{"processes": p.Limits.Processes, "tmpMiB": p.Limits.TmpMiB, "memoryMiB": p.Limits.MemoryMiB} {
 		if v != nil && *v < 0 {
 			return fmt.Errorf("%w: sandboxPolicy.limits.%s %d is negative", pluginapi.ErrInvalidSettings, name, *v)
@@ -103,7 +115,10 @@ type layout struct {
 	network      bool
 	pids         *int64
 	memory       int64
-	facts        pluginapi.SandboxFacts
+	// protected are the protected paths of the workspace and the
+	// writable roots (workspace-write), each bound over itself.
+	protected []protect.Target
+	facts     pluginapi.SandboxFacts
 }
 
 // layoutFor lays out mode's container. Paths of this machine (the
@@ -114,6 +129,7 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 	l := layout{readonlyRoot: mode != pluginapi.SandboxDangerFullAccess, network: p.Network || mode == pluginapi.SandboxDangerFullAccess}
 	l.facts.Mode = mode
 	writable := mode != pluginapi.SandboxReadOnly
+	var roots []string
 	bind := func(what, dir string, rw bool) (string, error) {
 		abs, err := filepath.Abs(dir)
 		if err == nil {
@@ -134,6 +150,7 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 			l.facts.WritableRoots = append(l.facts.WritableRoots, abs)
 		}
 		l.binds = append(l.binds, abs+":"+abs+":"+opt)
+		roots = append(roots, abs)
 		return abs, nil
 	}
 	if s.Workspace != "" {
@@ -147,6 +164,17 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 		if _, err := bind("sandboxPolicy.writableRoots:", r, writable); err != nil {
 			return layout{}, err
 		}
+	}
+	if mode == pluginapi.SandboxWorkspaceWrite && len(roots) > 0 {
+		list, err := protect.NewList(p.ProtectedPaths, p.UnprotectedPaths)
+		if err != nil {
+			return layout{}, fmt.Errorf("%w: sandboxPolicy.%v", pluginapi.ErrInvalidSettings, err)
+		}
+		l.protected = protect.Plan(roots, homeDir(), list)
+		for _, t := range l.protected {
+			l.facts.ProtectedPaths = append(l.facts.ProtectedPaths, t.Path)
+		}
+		l.facts.Unprotected = list.Unprotected
 	}
 	tmp := int64(DefaultTmpMiB)
 	if p.Limits.TmpMiB != nil {
@@ -173,6 +201,9 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 		l.facts.Limits = append(l.facts.Limits, fmt.Sprintf("memory %d MiB (memory cgroup)", *p.Limits.MemoryMiB))
 	}
 	l.facts.Enforced = []string{"container: namespaces of its own (pid, ipc, mount, uts, network)", "capabilities: all dropped", "no-new-privileges"}
+	if len(l.protected) > 0 {
+		l.facts.Enforced = append(l.facts.Enforced, "protected paths: read-only binds inside the writable ones")
+	}
 	if l.readonlyRoot {
 		l.facts.Enforced = append(l.facts.Enforced, "read-only root file system")
 	} else {
