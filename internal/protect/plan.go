@@ -268,3 +268,16 @@ func repositories(root string) []string {
 	}
 	return found
 }
+
+// Home is the user's home directory, symlinks resolved ("" when there is
+// none): the root where missing rc files get placeholders.
+func Home() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		return real
+	}
+	return home
+}

@@ -89,19 +89,6 @@ func (s *sandbox) protectedList() protect.List {
 	return l
 }
 
-// homeDir is the user's home directory, symlinks resolved: missing rc
-// files get placeholders only there.
-func homeDir() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	if real, err := filepath.EvalSymlinks(home); err == nil {
-		return real
-	}
-	return home
-}
-
 // setPolicy replaces the policy, and says where to make the scratch
 // directory; spawners of the old policy are closed.
 func (s *sandbox) setPolicy(p SandboxPolicy, scratchIn string) error {
@@ -253,7 +240,7 @@ func (s *sandbox) spawnerFor(p confine.Policy) (*confine.Spawner, error) {
 		if p.Mode == pluginapi.SandboxWorkspaceWrite {
 			// Planned at the spawner's start: its mounts are made then,
 			// once, for every run it makes.
-			p.Protected = protect.Plan(p.WritableRoots, homeDir(), list)
+			p.Protected = protect.Plan(p.WritableRoots, protect.Home(), list)
 		}
 		sp, err := confine.StartSpawner(fmt.Sprintf("/proc/self/fd/%d", s.self.Fd()), p)
 		s.mu.Lock()

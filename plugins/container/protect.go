@@ -3,7 +3,6 @@ package container
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/dsh-host/dsh-host/internal/protect"
 )
@@ -54,17 +53,4 @@ func holdProtected(targets []protect.Target) (binds []string, release func(), er
 		binds = append(binds, t.Path+":"+t.Path+":"+opt)
 	}
 	return binds, release, nil
-}
-
-// homeDir is the user's home directory, symlinks resolved: missing rc
-// files get placeholders only there.
-func homeDir() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	if real, err := filepath.EvalSymlinks(home); err == nil {
-		return real
-	}
-	return home
 }

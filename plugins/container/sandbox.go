@@ -170,7 +170,7 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 		if err != nil {
 			return layout{}, fmt.Errorf("%w: sandboxPolicy.%v", pluginapi.ErrInvalidSettings, err)
 		}
-		l.protected = protect.Plan(roots, homeDir(), list)
+		l.protected = protect.Plan(roots, protect.Home(), list)
 		for _, t := range l.protected {
 			l.facts.ProtectedPaths = append(l.facts.ProtectedPaths, t.Path)
 		}
