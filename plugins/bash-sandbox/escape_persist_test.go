@@ -9,6 +9,7 @@ package bashsandbox_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -131,5 +132,35 @@ git tag v1; git branch -q -D main; git gc -q
 git log --format=%s | tr '\n' ' '`)
 	if res.ExitCode == nil || *res.ExitCode != 0 || strings.TrimSpace(res.Stdout.Text) != "d b c a init" {
 		t.Errorf("git work: exit %v, stdout %q, stderr %q", res.ExitCode, res.Stdout.Text, res.Stderr.Text)
+	}
+}
+
+// git itself, confined, cannot write its hooks or configuration: `git
+// config --local`, `git init` over the repository with a template of
+// hooks, `git remote add`; what it tried is fired outside.
+func TestContainGitIntoProtectedPaths(t *testing.T) {
+	noneLeft(t)
+	needTool(t, "git")
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	for _, c := range []struct{ name, plant, fire string }{
+		{"git config --local", `git config --local alias.st '!touch MARK'`, "st"},
+		{"git init with a template of hooks", `mkdir -p tpl/hooks && printf '#!/bin/sh\ntouch MARK\n' > tpl/hooks/post-commit && chmod +x tpl/hooks/post-commit && git init -q --template=tpl`, "commit -q --allow-empty -m x"},
+		{"git init into a moved .git", `mv .git g; git init -q && git config alias.st '!touch MARK'`, "st"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ws := persisttest.NewRepo(t)
+			mark := filepath.Join(t.TempDir(), "fired")
+			res := runWW(t, x, ws, "export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null; "+strings.ReplaceAll(c.plant, "MARK", mark))
+			t.Logf("plant: exit %v, stderr %.300q", res.ExitCode, res.Stderr.Text)
+			cmd := exec.Command("git", strings.Fields(c.fire)...)
+			cmd.Dir = ws
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+				"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.invalid", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.invalid")
+			out, err := cmd.CombinedOutput()
+			t.Logf("outside: git %s: %v %.200q", c.fire, err, out)
+			if _, err := os.Stat(mark); err == nil {
+				t.Errorf("ESCAPE (persistence): %s planted what git ran outside", c.name)
+			}
+		})
 	}
 }
