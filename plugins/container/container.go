@@ -184,7 +184,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
 	}
-	lay, err := layoutFor(s, t.mode)
+	lay, err := layoutFor(s, t.mode, engineSockets(c.DaemonHost()))
 	if err != nil {
 		return nil, err
 	}

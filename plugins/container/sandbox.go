@@ -108,8 +108,9 @@ type layout struct {
 
 // layoutFor lays out mode's container. Paths of this machine (the
 // workspace, the writable roots) are resolved through symlinks, must be
-// directories, and may not be the root.
-func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
+// directories, and may not be the root, lie in a system directory, or
+// hold one of the engine sockets (see checkReach).
+func layoutFor(s Settings, mode pluginapi.SandboxMode, sockets []string) (layout, error) {
 	p := s.SandboxPolicy
 	l := layout{readonlyRoot: mode != pluginapi.SandboxDangerFullAccess, network: p.Network || mode == pluginapi.SandboxDangerFullAccess}
 	l.facts.Mode = mode
@@ -127,6 +128,9 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 		}
 		if abs == "/" {
 			return "", fmt.Errorf("%w: %s %s is this machine's root: it is not mounted into a container", pluginapi.ErrInvalidSettings, what, dir)
+		}
+		if err := checkReach(what, dir, abs, sockets); err != nil {
+			return "", err
 		}
 		opt := "ro"
 		if rw {
