@@ -1,8 +1,12 @@
 package container_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // findAgent is shell that sets $a to the agent's pid in the container.
@@ -38,5 +42,53 @@ func TestTheAgentIsNotDumpable(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An agent beneath the workspace (or a writable root) could be swapped by
+// a command, and the next container would run the swapped one: such an
+// agent is refused before any container is made, as a plugin binary
+// there is, naming where it lies.
+func TestAnAgentACommandCouldSwapIsRefused(t *testing.T) {
+	for _, name := range []string{"docker", "podman"} {
+		t.Run(name, func(t *testing.T) {
+			addr := engine(t, name)
+			ws, _ := dirs(t)
+			tools := filepath.Join(ws, "tools")
+			if err := os.Mkdir(tools, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			planted := filepath.Join(tools, "dsh-agent")
+			copyFile(t, agent, planted, 0o755)
+			extra := map[string]any{"workspace": ws, "agent": planted}
+			swap := "printf '#!/bin/sh\\necho swapped > " + ws + "/ran\\n' > " + tools + "/new && chmod 755 " + tools + "/new && mv " + tools + "/new " + planted + " && echo swapped"
+
+			x := newExecutor(t, addr, extra)
+			res, err := pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: swap}, nil)
+			if err == nil || !strings.Contains(err.Error(), planted) || !strings.Contains(err.Error(), "writable root "+ws) {
+				t.Errorf("an agent in the workspace: %q, %v; want a refusal naming it and the workspace", res.Stdout.Text, err)
+			}
+			if err := x.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			// The next session, had the swap been made.
+			x = newExecutor(t, addr, extra)
+			_, _ = pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: "true"}, nil)
+			if b, err := os.ReadFile(filepath.Join(ws, "ran")); err == nil {
+				t.Errorf("a command swapped the agent, and the next container ran the swapped one: %q", b)
+			}
+		})
+	}
+}
+
+// copyFile copies from to to, with mode.
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, mode); err != nil {
+		t.Fatal(err)
 	}
 }
