@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,9 +62,13 @@ func TestTheFactsNameEveryWritablePlace(t *testing.T) {
 					case !ok || d == ws || d == filepath.Clean(extra):
 					case (types[d] == "tmpfs" || types[d] == "shm") && !strings.Contains(opts, "size="):
 						t.Errorf("%s: %s is a writable tmpfs without a size (%s): half the memory", mode, d, opts)
-					case types[d] == "tmpfs" || types[d] == "shm" || types[d] == "mqueue":
+					case types[d] == "mqueue":
 						if !slices.ContainsFunc(f.Limits, func(l string) bool { return strings.HasPrefix(l, d+" ") }) {
 							t.Errorf("%s: %s is a writable %s (%s) whose bound the facts' limits %q do not state", mode, d, types[d], opts, f.Limits)
+						}
+					default:
+						if want := fmt.Sprintf("%s %d MiB ", d, sizeKiB(opts)/1024); !slices.ContainsFunc(f.Limits, func(l string) bool { return strings.HasPrefix(l, want) }) {
+							t.Errorf("%s: %s is a writable tmpfs (%s); the facts' limits %q do not say %q", mode, d, opts, f.Limits, want)
 						}
 					}
 				}
@@ -98,4 +103,15 @@ func TestUnboundedMemoryIsUncontained(t *testing.T) {
 	if !strings.Contains(res.Stdout.Text, "268435456") || res.Sandbox == nil || !slices.Contains(res.Sandbox.Limits, "memory 256 MiB (memory cgroup)") {
 		t.Errorf("memoryMiB 256: the container's cgroup says %q, the facts %+v", res.Stdout.Text, res.Sandbox)
 	}
+}
+
+// sizeKiB is the size= of a tmpfs's mount options, in KiB.
+func sizeKiB(opts string) int {
+	for o := range strings.SplitSeq(opts, ",") {
+		if v, ok := strings.CutPrefix(o, "size="); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(v, "k"))
+			return n
+		}
+	}
+	return 0
 }
