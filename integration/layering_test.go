@@ -9,11 +9,11 @@ import (
 // mayImport holds the import direction of DESIGN.md: for each top-level
 // directory of the module, the top-level directories its packages may
 // import. Nothing may import cmd/, and only integration/ itself may import
-// integration/. internal/ holds helpers that several of them share, and
-// imports nothing of ours but itself.
+// integration/. internal/ holds helpers that several of them share; it
+// stands above pluginapi alone.
 var mayImport = map[string][]string{
 	"pluginapi":   {"pluginapi"},
-	"internal":    {"internal"},
+	"internal":    {"pluginapi", "internal"},
 	"plugins":     {"pluginapi", "internal", "plugins"},
 	"registry":    {"pluginapi", "internal", "registry"},
 	"host":        {"pluginapi", "internal", "registry", "host"},
