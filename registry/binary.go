@@ -3,9 +3,8 @@ package registry
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+
+	"github.com/dsh-host/dsh-host/internal/binarytrust"
 )
 
 // ErrUnsafeBinary: an executor binary lies where someone other than its
@@ -56,71 +55,15 @@ func (e *UnsafeBinaryError) Is(target error) bool { return target == ErrUnsafeBi
 //
 // The caller launches the path it returns, not the one it gave: a link
 // on the way could be repointed; the resolved path, every component of
-// which passed the check, cannot be.
+// which passed the check, cannot be. (The check is internal/binarytrust's,
+// which the container executor applies to its agent too.)
 func CheckBinary(path string, writableRoots []string) (string, error) {
-	abs, err := filepath.Abs(path)
+	real, err := binarytrust.Check(path, writableRoots)
+	if u, ok := errors.AsType[*binarytrust.Unsafe](err); ok {
+		return "", &UnsafeBinaryError{Path: u.Path, Reason: u.Reason, Who: u.Who}
+	}
 	if err != nil {
-		return "", fmt.Errorf("registry: executor %s: %w", path, err)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("registry: executor %s: %w", path, err)
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", fmt.Errorf("registry: executor %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("registry: executor %s: not a regular file", real)
-	}
-	for _, root := range writableRoots {
-		if root == "" {
-			continue
-		}
-		r := resolveExisting(root)
-		if r == string(filepath.Separator) || filepath.Dir(r) == r {
-			continue // the filesystem's root: see above
-		}
-		if within(real, r) {
-			reason := "lies under the sandbox writable root " + r
-			if filepath.Clean(root) != r {
-				reason += " (" + root + ")"
-			}
-			return "", &UnsafeBinaryError{Path: real, Reason: reason, Who: "a sandboxed command"}
-		}
-	}
-	if err := checkOwnership(real); err != nil {
-		return "", err
+		return "", fmt.Errorf("registry: executor %w", err)
 	}
 	return real, nil
-}
-
-// within reports whether path is dir or lies beneath it; both are clean
-// and absolute.
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && !filepath.IsAbs(rel) && rel != ".." &&
-		!strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// resolveExisting is path, absolute, with the symlinks of its longest
-// existing prefix resolved: a root that does not exist yet is still
-// compared where it would be.
-func resolveExisting(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return filepath.Clean(path)
-	}
-	rest := ""
-	for dir := abs; ; {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
 }

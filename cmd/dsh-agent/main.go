@@ -59,6 +59,10 @@ func run() int {
 		fs.Usage()
 		return 2
 	}
+	if err := notDumpable(); err != nil {
+		fmt.Fprintf(os.Stderr, "dsh-agent: making itself not dumpable: %v\n", err)
+		return 1
+	}
 	stream, err := takeStdio()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dsh-agent: %v\n", err)

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +31,7 @@ import (
 	ctr "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/dsh-host/dsh-host/internal/binarytrust"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 	"github.com/dsh-host/dsh-host/plugins/remoteexec"
@@ -184,7 +186,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
 	}
-	lay, err := layoutFor(s, t.mode)
+	lay, err := layoutFor(s, t.mode, engineSockets(c.DaemonHost()))
 	if err != nil {
 		return nil, err
 	}
@@ -386,10 +388,21 @@ func agentFor(s Settings, arch string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("container: the agent %s is not a file", path)
 	}
-	if got := remoteexec.ELFArch(path); got != "" && got != arch {
+	// The agent gets a plugin binary's placement check: one that a
+	// command could replace (beneath the workspace or a writable root,
+	// which some mode's container writes) would run, swapped, in the next
+	// container.
+	real, err := binarytrust.Check(path, append([]string{s.Workspace}, s.SandboxPolicy.WritableRoots...))
+	if _, ok := errors.AsType[*binarytrust.Unsafe](err); ok {
+		return "", fmt.Errorf("container: the agent %w; move it, or set shell.agent to one elsewhere", err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("container: the agent %w", err)
+	}
+	if got := remoteexec.ELFArch(real); got != "" && got != arch {
 		return "", fmt.Errorf("container: the agent %s is built for %s, the image for %s", path, got, arch)
 	}
-	return filepath.Abs(path)
+	return real, nil
 }
 
 // attachStream is a container's attached stdio as one stream: what is

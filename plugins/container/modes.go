@@ -80,6 +80,7 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 	defer e.mu.Unlock()
 	d := e.desc
 	d.SandboxMode = e.policy.defaultMode()
+	d.Uncontained = uncontainedFor(e.policy)
 	return d, nil
 }
 

@@ -97,12 +97,35 @@ func (p Policy) check() error {
 	return nil
 }
 
-// uncontained is what a container does not close, for Describe.
+// uncontained is what a container does not close, whatever the policy.
 var uncontained = []string{
 	"the kernel: commands share this machine's kernel (a container, not a virtual machine); a kernel bug is a way out",
 	"whoever can use the engine's API can run anything in the container",
 	"CPU time and the disk space of the workspace and writable roots are not bounded",
 }
+
+// uncontainedFor is what a container under p does not close, for
+// Describe: uncontained, and each limit p leaves unbounded.
+func uncontainedFor(p Policy) []string {
+	u := slices.Clone(uncontained)
+	if p.Limits.MemoryMiB == nil || *p.Limits.MemoryMiB == 0 {
+		u = append(u, "memory is not bounded (sandboxPolicy.limits.memoryMiB 0): the commands, and what they keep in /tmp, /dev/shm, /dev and System V shared memory, may take all of this machine's")
+	}
+	if p.Limits.Processes != nil && *p.Limits.Processes == 0 {
+		u = append(u, "processes are not bounded (sandboxPolicy.limits.processes 0)")
+	}
+	return u
+}
+
+// shmMiB is the size of a container's /dev/shm, set rather than left to
+// the engine (whose defaults differ: Docker's 64 MiB, Podman's 64000 KiB).
+const shmMiB = 64
+
+// runTmpfs is the tmpfs over /run and /var/tmp in a container whose root
+// is read-only: read-only and empty. Podman would otherwise mount writable
+// ones there, of half the memory; Docker leaves the image's, read-only
+// with the root.
+const runTmpfs = "ro,nosuid,nodev,noexec,size=64k"
 
 // layout is a container of one mode, as settings and policy make it:
 // mounts, what may be written, network, limits, and the facts a result
@@ -115,6 +138,7 @@ type layout struct {
 	network      bool
 	pids         *int64
 	memory       int64
+	shm          int64
 	// protected are the protected paths of the workspace and the
 	// writable roots (workspace-write), each bound over itself.
 	protected []protect.Target
@@ -123,8 +147,9 @@ type layout struct {
 
 // layoutFor lays out mode's container. Paths of this machine (the
 // workspace, the writable roots) are resolved through symlinks, must be
-// directories, and may not be the root.
-func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
+// directories, and may not be the root, lie in a system directory, or
+// hold one of the engine sockets (see checkReach).
+func layoutFor(s Settings, mode pluginapi.SandboxMode, sockets []string) (layout, error) {
 	p := s.SandboxPolicy
 	l := layout{readonlyRoot: mode != pluginapi.SandboxDangerFullAccess, network: p.Network || mode == pluginapi.SandboxDangerFullAccess}
 	l.facts.Mode = mode
@@ -143,6 +168,9 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 		}
 		if abs == "/" {
 			return "", fmt.Errorf("%w: %s %s is this machine's root: it is not mounted into a container", pluginapi.ErrInvalidSettings, what, dir)
+		}
+		if err := checkReach(what, dir, abs, sockets); err != nil {
+			return "", err
 		}
 		opt := "ro"
 		if rw {
@@ -184,7 +212,15 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 	if tmp > 0 {
 		l.tmpfs["/tmp"] += ",size=" + strconv.FormatInt(tmp, 10) + "m"
 	}
-	l.facts.WritableRoots = append(l.facts.WritableRoots, "/tmp")
+	// Beside the mounts above, a command writes what every engine gives a
+	// container: /dev/shm (sized here), /dev/mqueue (POSIX message queues,
+	// which the kernel bounds per user) and, as root, /dev (the engine's
+	// tmpfs, 64 MiB on Docker and Podman).
+	l.shm = shmMiB << 20
+	l.facts.WritableRoots = append(l.facts.WritableRoots, "/tmp", "/dev/shm", "/dev/mqueue", "/dev")
+	if l.readonlyRoot {
+		l.tmpfs["/run"], l.tmpfs["/var/tmp"] = runTmpfs, runTmpfs
+	}
 	procs := int64(DefaultProcesses)
 	if p.Limits.Processes != nil {
 		procs = *p.Limits.Processes
@@ -195,7 +231,11 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 	}
 	if tmp > 0 {
 		l.facts.Limits = append(l.facts.Limits, fmt.Sprintf("/tmp %d MiB (tmpfs)", tmp))
+	} else {
+		l.facts.Limits = append(l.facts.Limits, "/tmp half the memory (tmpfs)")
 	}
+	l.facts.Limits = append(l.facts.Limits, fmt.Sprintf("/dev/shm %d MiB (tmpfs)", shmMiB),
+		"/dev/mqueue RLIMIT_MSGQUEUE (POSIX message queues, per user)", "/dev 64 MiB (the engine's tmpfs, writable by root)")
 	if p.Limits.MemoryMiB != nil && *p.Limits.MemoryMiB > 0 {
 		l.memory = *p.Limits.MemoryMiB << 20
 		l.facts.Limits = append(l.facts.Limits, fmt.Sprintf("memory %d MiB (memory cgroup)", *p.Limits.MemoryMiB))
@@ -205,7 +245,7 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode) (layout, error) {
 		l.facts.Enforced = append(l.facts.Enforced, "protected paths: read-only binds inside the writable ones")
 	}
 	if l.readonlyRoot {
-		l.facts.Enforced = append(l.facts.Enforced, "read-only root file system")
+		l.facts.Enforced = append(l.facts.Enforced, "read-only root file system", "/run and /var/tmp read-only (empty)")
 	} else {
 		l.facts.Enforced = append(l.facts.Enforced, "root file system writable (the container's own)")
 		l.facts.WritableRoots = append(l.facts.WritableRoots, "/")
@@ -229,6 +269,7 @@ func (l layout) apply(cfg *ctr.Config, host *ctr.HostConfig, networkName string)
 	host.Tmpfs = l.tmpfs
 	host.PidsLimit = l.pids
 	host.Memory = l.memory
+	host.ShmSize = l.shm
 	if l.workdir != "" {
 		cfg.WorkingDir = l.workdir
 	}

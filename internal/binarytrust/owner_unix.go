@@ -1,6 +1,6 @@
 //go:build unix
 
-package registry
+package binarytrust
 
 import (
 	"fmt"
@@ -12,15 +12,15 @@ import (
 
 // checkOwnership walks real, a clean absolute path without symlinks, from /
 // down to the file, and refuses it when someone other than the binary's
-// owner (and root) could replace it: see CheckBinary.
+// owner (and root) could replace it: see Check.
 func checkOwnership(real string) error {
 	file, err := lstat(real)
 	if err != nil {
-		return fmt.Errorf("registry: executor %s: %w", real, err)
+		return fmt.Errorf("%s: %w", real, err)
 	}
 	owner := file.Uid
 	unsafe := func(reason, who string) error {
-		return &UnsafeBinaryError{Path: real, Reason: reason, Who: who}
+		return &Unsafe{Path: real, Reason: reason, Who: who}
 	}
 	// The owner of a binary can always replace it: it must be root, or
 	// the user who runs it (and its plugin) already.
@@ -38,7 +38,7 @@ func checkOwnership(real string) error {
 	for _, dir := range dirs {
 		st, err := lstat(dir)
 		if err != nil {
-			return fmt.Errorf("registry: executor %s: %w", real, err)
+			return fmt.Errorf("%s: %w", real, err)
 		}
 		mode := st.Mode & 0o7777
 		switch {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package registry
+package binarytrust
 
 // checkOwnership has nothing to check where files have no Unix owner and
 // mode bits: only the writable roots count there.
