@@ -9,15 +9,17 @@ import (
 // mayImport holds the import direction of DESIGN.md: for each top-level
 // directory of the module, the top-level directories its packages may
 // import. Nothing may import cmd/, and only integration/ itself may import
-// integration/.
+// integration/; internal/ (helpers shared by several packages) imports
+// nothing of ours outside it, and pluginapi/ does not import it.
 var mayImport = map[string][]string{
 	"pluginapi":   {"pluginapi"},
-	"plugins":     {"pluginapi", "plugins"},
-	"registry":    {"pluginapi", "registry"},
-	"host":        {"pluginapi", "registry", "host"},
-	"mcpserver":   {"pluginapi", "registry", "host", "mcpserver"},
-	"cmd":         {"pluginapi", "registry", "host", "plugins", "mcpserver"},
-	"integration": {"pluginapi", "registry", "host", "plugins", "mcpserver", "integration"},
+	"internal":    {"internal"},
+	"plugins":     {"pluginapi", "internal", "plugins"},
+	"registry":    {"pluginapi", "internal", "registry"},
+	"host":        {"pluginapi", "internal", "registry", "host"},
+	"mcpserver":   {"pluginapi", "internal", "registry", "host", "mcpserver"},
+	"cmd":         {"pluginapi", "internal", "registry", "host", "plugins", "mcpserver"},
+	"integration": {"pluginapi", "internal", "registry", "host", "plugins", "mcpserver", "integration"},
 }
 
 // layer is the top-level directory of an import path of ours.
