@@ -9,6 +9,9 @@
 // executor closes, or its plugin dies) the agent kills what it started
 // and exits, and the container goes with it (auto-removed); Close also
 // removes it, and a start sweeps labelled containers whose plugin is dead.
+// Every container drops every capability, runs with no-new-privileges,
+// and under the executor's own seccomp profile: moby's default less the
+// deny list bash-sandbox enforces (seccomp_linux.go).
 package container
 
 import (
@@ -29,6 +32,7 @@ import (
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	ctr "github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/client"
 
 	"github.com/dsh-host/dsh-host/internal/binarytrust"
@@ -202,12 +206,27 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		SecurityOpt: []string{"no-new-privileges"},
 	}
 	lay.apply(cfg, host, s.NetworkName)
+	arch := img.Architecture
+	if arch == "" {
+		arch = "amd64"
+	}
+	profile, err := seccompProfile(arch, lay.network)
+	if err != nil {
+		return nil, err
+	}
+	opt, dropProfile, err := seccompOption(ctx, c, s, profile)
+	if err != nil {
+		return nil, err
+	}
+	host.SecurityOpt = append(host.SecurityOpt, opt)
 	protectBinds, release, err := holdProtected(lay.protected)
 	if err != nil {
+		dropProfile()
 		return nil, fmt.Errorf("container: %w", err)
 	}
 	host.Binds = append(host.Binds, protectBinds...)
 	id, side, err := createContainer(ctx, c, cfg, host, sideFor(c))
+	dropProfile()
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
@@ -307,6 +326,44 @@ func createContainer(ctx context.Context, c *client.Client, cfg *ctr.Config, hos
 		return "", nil, err
 	}
 	return created.ID, nil, nil
+}
+
+// seccompOption is the security option that hands profile to engine c,
+// and what to call once the container is created. Docker takes the
+// profile itself ("seccomp=<json>", as its CLI sends it, and checks it at
+// start); Podman's Docker API takes only a path on the engine's machine
+// (it opens the value as a file, and loads the profile into the
+// container's spec at create), so for Podman the profile is written to a
+// private file of this machine, which must then be the engine's, and
+// removed once the container is created. A Podman on another machine
+// gets no container: this executor does not run commands without its
+// profile.
+func seccompOption(ctx context.Context, c *client.Client, s Settings, profile []byte) (string, func(), error) {
+	v, err := c.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("container: asking the engine %s its version: %w", engineName(s), err)
+	}
+	if !isPodman(v) {
+		return "seccomp=" + string(profile), func() {}, nil
+	}
+	if !strings.HasPrefix(c.DaemonHost(), "unix://") {
+		return "", nil, fmt.Errorf("container: Podman's Docker API takes a seccomp profile only as a file of the engine's machine, and the engine %s is not reached through a unix socket of this one: no container is made without the profile", engineName(s))
+	}
+	dir, err := os.MkdirTemp("", "dsh-seccomp-")
+	if err != nil {
+		return "", nil, fmt.Errorf("container: writing the seccomp profile: %w", err)
+	}
+	path := filepath.Join(dir, "profile.json")
+	if err := os.WriteFile(path, profile, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("container: writing the seccomp profile: %w", err)
+	}
+	return "seccomp=" + path, func() { os.RemoveAll(dir) }, nil
+}
+
+// isPodman says whether the engine that answered v is Podman's service.
+func isPodman(v client.ServerVersionResult) bool {
+	return slices.ContainsFunc(v.Components, func(c system.ComponentVersion) bool { return strings.HasPrefix(c.Name, "Podman") })
 }
 
 // sideFor is a side stream's socket for a container of engine c, or nil

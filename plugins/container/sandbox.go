@@ -250,6 +250,12 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode, sockets []string) (layout
 		l.facts.Enforced = append(l.facts.Enforced, "root file system writable (the container's own)")
 		l.facts.WritableRoots = append(l.facts.WritableRoots, "/")
 	}
+	families := "unix"
+	if l.network {
+		families = "unix, inet, inet6"
+	}
+	l.facts.Enforced = append(l.facts.Enforced, "seccomp: moby's default allow-list less the sandbox's deny list "+
+		"(no new namespaces, io_uring, keyrings, bpf, ptrace, mount changes, modules, foreign architectures; sockets: "+families+")")
 	if l.network {
 		net := s.NetworkName
 		if net == "" {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-host/dsh-host/internal/syscalldeny"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -162,63 +164,50 @@ func landlockRuleset(p Policy, abi int) (int, error) {
 // permitted"), which a command reports like any refusal.
 const eperm = seccomp.ActionErrno | seccomp.Action(unix.EPERM)
 
-// refusedSyscalls lists what the filter refuses: io_uring, ptrace and its
-// relatives, changes to mounts, new namespaces, the kernel's own attack
-// surface, prlimit of another process; sockets but AF_UNIX stream pairs (a
-// datagram socket can send to any named socket it can see, which Landlock
-// before ABI 9 does not confine; a plain one could connect to one), and
-// with p.Network, IP sockets; without it, connect.
+// refusedSyscalls lists what the filter refuses: the shared deny list
+// (internal/syscalldeny: io_uring, ptrace and its relatives, changes to
+// mounts, new namespaces, the kernel's own attack surface, prlimit of
+// another process, sockets of any family but IP ones with p.Network), and
+// what bash-sandbox adds to it for unix sockets, which Landlock before
+// ABI 9 does not confine: sockets but AF_UNIX stream pairs (a datagram
+// socket can send to any named socket it can see; a plain one could
+// connect to one), and without p.Network, connect.
 func refusedSyscalls(p Policy) []seccomp.SyscallGroup {
+	var conditioned []seccomp.NameWithConditions
+	// clone with a namespace flag; clone3's flags are behind a pointer,
+	// so clone3 is refused with ENOSYS below and callers fall back to
+	// clone.
+	for _, flag := range syscalldeny.NamespaceFlags {
+		conditioned = append(conditioned, seccomp.NameWithConditions{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: flag}}})
+	}
+	conditioned = append(conditioned,
+		// Socket pairs: AF_UNIX streams only. The family is compared
+		// on all 64 bits (an int to the kernel, which drops the high
+		// ones: a family with any of them set is refused); a type
+		// with the SOCK_DGRAM bit (SOCK_DGRAM, and SOCK_RAW, a
+		// datagram socket too) is refused.
+		seccomp.NameWithConditions{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
+		seccomp.NameWithConditions{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.BitsSet, Value: unix.SOCK_DGRAM}}},
+		// No resource limits of another process (the run's init).
+		seccomp.NameWithConditions{Name: syscalldeny.OwnLimitsOnly, Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: 0}}},
+	)
 	refused := []seccomp.SyscallGroup{{
-		Action: eperm,
-		Names: []string{
-			"io_uring_setup", "io_uring_enter", "io_uring_register",
-			"ptrace", "process_vm_readv", "process_vm_writev",
-			// Changes to mounts, which would undo the read-only ones
-			// (Landlock refuses mount(2) but not the new mount API).
-			"mount", "umount2", "pivot_root", "mount_setattr", "open_tree", "open_tree_attr",
-			"fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
-			// New namespaces: a user namespace would give back
-			// capabilities over what it creates.
-			"unshare", "setns",
-			// The kernel's own attack surface, and keyrings shared with the
-			// host.
-			"bpf", "perf_event_open", "add_key", "keyctl", "request_key",
-			"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-		},
-		NamesWithCondtions: []seccomp.NameWithConditions{
-			// clone and clone3 with a namespace flag; clone3's flags are
-			// behind a pointer, so clone3 is refused with ENOSYS below and
-			// callers fall back to clone.
-			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUSER}}},
-			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNS}}},
-			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWPID}}},
-			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWIPC}}},
-			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNET}}},
-			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUTS}}},
-			{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWCGROUP}}},
-			// Socket pairs: AF_UNIX streams only. The family is compared
-			// on all 64 bits (an int to the kernel, which drops the high
-			// ones: a family with any of them set is refused); a type
-			// with the SOCK_DGRAM bit (SOCK_DGRAM, and SOCK_RAW, a
-			// datagram socket too) is refused.
-			{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}}},
-			{Name: "socketpair", Conditions: seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.BitsSet, Value: unix.SOCK_DGRAM}}},
-			// No resource limits of another process (the run's init).
-			{Name: "prlimit64", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: 0}}},
-		},
+		Action:             eperm,
+		Names:              slices.Clone(syscalldeny.Refused),
+		NamesWithCondtions: conditioned,
 	}, {
 		Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
-		Names:  []string{"clone3"},
+		Names:  slices.Clone(syscalldeny.NoSys),
 	}}
 	if p.Network {
 		// IP sockets only: an allow-list, compared on all 64 bits, so that
 		// no family (AF_UNIX with high bits set, say) slips past it.
+		var allowed seccomp.ArgumentConditions
+		for _, family := range syscalldeny.IPFamilies {
+			allowed = append(allowed, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: family})
+		}
 		refused[0].NamesWithCondtions = append(refused[0].NamesWithCondtions, seccomp.NameWithConditions{
-			Name: "socket", Conditions: seccomp.ArgumentConditions{
-				{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET},
-				{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET6},
-			},
+			Name: "socket", Conditions: allowed,
 		})
 	} else {
 		refused[0].Names = append(refused[0].Names, "socket", "connect")
@@ -271,7 +260,10 @@ func nativeOnly() []bpf.Instruction {
 
 // auditArch is the AUDIT_ARCH_* value of each architecture Go builds for
 // that we confine on.
-var auditArch = map[string]uint32{
-	"amd64": unix.AUDIT_ARCH_X86_64,
-	"arm64": unix.AUDIT_ARCH_AARCH64,
-}
+var auditArch = func() map[string]uint32 {
+	m := map[string]uint32{}
+	for goarch, a := range syscalldeny.Arches {
+		m[goarch] = a.Audit
+	}
+	return m
+}()
