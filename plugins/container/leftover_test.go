@@ -12,11 +12,11 @@ import (
 // container's /proc shows, one a line, as any later command could look.
 const listing = `for d in /proc/[0-9]*; do tr '\0' ' ' < $d/cmdline 2>/dev/null; echo; done`
 
-// escape leaves two sleeps behind that no tag names: their environment
-// cleared (env -i), in a session of their own (setsid), their parent gone
-// (a double fork).
+// escape leaves three sleeps behind that no tag names: their environment
+// cleared (env -i; the third's is empty), in a session of their own
+// (setsid), their parent gone (a double fork, or the run's shell's end).
 func escape(n string) string {
-	return `env -i setsid /bin/sh -c '/bin/sleep ` + n + ` & /bin/sleep ` + n + `1 &'`
+	return `env -i setsid /bin/sh -c '/bin/sleep ` + n + ` & /bin/sleep ` + n + `1 &'; setsid env -i /bin/sleep ` + n + `2 & true`
 }
 
 // Nothing a run or a job leaves in a long-lived container outlives it: a
@@ -42,8 +42,8 @@ func TestNothingOutlivesItsRunInTheContainer(t *testing.T) {
 			defer live.Kill(ctx)
 
 			res := run(t, x, "", escape("1000")+"; sleep 0.2")
-			if code(res) != 0 || res.LeftoversKilled != 2 {
-				t.Errorf("a run that left two sleeps (env -i setsid, double fork): exit %d, leftoversKilled %d; want 0 and 2 (%q)", code(res), res.LeftoversKilled, res.Stderr.Text)
+			if code(res) != 0 || res.LeftoversKilled != 3 {
+				t.Errorf("a run that left three sleeps (env -i setsid, double fork): exit %d, leftoversKilled %d; want 0 and 3 (%q)", code(res), res.LeftoversKilled, res.Stderr.Text)
 			}
 			seen := run(t, x, "", listing).Stdout.Text
 			if strings.Contains(seen, "sleep 1000") {

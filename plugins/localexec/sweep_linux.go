@@ -39,9 +39,9 @@ func (r *reaper) sweepStrays() int {
 	killed, denied := map[int]bool{}, map[int]bool{}
 	began := time.Now()
 	for {
-		targets, unsureOf := r.strays(denied)
+		targets, unsureOf := r.strays(denied, time.Since(began) > r.unsureFor)
 		waited := time.Since(began)
-		if len(targets) == 0 && (unsureOf == 0 || waited > r.unsureFor) && r.reapedAll(killed) || waited > leftoverDeadline {
+		if len(targets) == 0 && unsureOf == 0 && r.reapedAll(killed) || waited > leftoverDeadline {
 			return len(killed)
 		}
 		for _, pid := range targets {
@@ -63,12 +63,15 @@ type procEntry struct {
 }
 
 // strays lists the live processes of the namespace that nothing live owns,
-// and how many it cannot judge yet (their environment is unreadable: they
-// are between fork and exec). It reaps this process's exited children
+// and how many it cannot judge yet: their environment reads empty, as it
+// does between fork and exec, when a live command's tag cannot be read. Once
+// settled (unsureFor has passed), those are strays too: an environment
+// that stays empty is one started empty (env -i), which no tag names. It
+// reaps this process's exited children
 // that are not shells (os/exec waits for those), and adopts the strays
 // that are its children, so that they are reaped once killed. It holds the
 // table's lock throughout: no shell is spawned, or forgotten, meanwhile.
-func (r *reaper) strays(denied map[int]bool) (targets []int, unsureOf int) {
+func (r *reaper) strays(denied map[int]bool, settled bool) (targets []int, unsureOf int) {
 	t := r.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -119,7 +122,7 @@ func (r *reaper) strays(denied map[int]bool) (targets []int, unsureOf int) {
 		if isOwned(pid) {
 			continue
 		}
-		if environUnreadable(pid) {
+		if !settled && environUnreadable(pid) {
 			unsureOf++
 			continue
 		}
