@@ -2,6 +2,7 @@ package container_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -174,6 +175,44 @@ func TestUserOverridesTheWorkspaceOwner(t *testing.T) {
 			x := newExecutor(t, engine(t, name), map[string]any{"workspace": workspaceOf(t, nobody, nobody), "user": "1234:4321"})
 			if res := run(t, x, "", "id -u; id -g"); res.Stdout.Text != "1234\n4321\n" {
 				t.Errorf("user: 1234:4321 must override the workspace's owner: %+v", res)
+			}
+		})
+	}
+}
+
+// buildProbe builds testdata/setidprobe, static, into dir.
+func buildProbe(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "setidprobe"), "./testdata/setidprobe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the probe: %v\n%s", err, out)
+	}
+}
+
+// No system call leaves a set-id file for this machine: the probe, run
+// as root inside the container in a root-owned workspace, tries each
+// (open, openat, O_TMPFILE, creat, chmod, fchmod, fchmodat, fchmodat2,
+// mknod, mknodat, openat2, io_uring); an ordinary file is still made.
+func TestNoSystemCallMakesASetIDFile(t *testing.T) {
+	for _, name := range []string{"docker", "podman"} {
+		t.Run(name, func(t *testing.T) {
+			ws := workspaceOf(t, 0, 0)
+			buildProbe(t, ws)
+			x := newExecutor(t, engine(t, name), map[string]any{"workspace": ws})
+			res := run(t, x, "", "./setidprobe")
+			lines := strings.Split(strings.TrimSpace(res.Stdout.Text), "\n")
+			if code(res) != 0 || len(lines) < 10 || lines[0] != "plain ok" {
+				t.Fatalf("the probe: %+v", res)
+			}
+			for _, l := range lines[1:] {
+				if strings.HasSuffix(l, " ok") {
+					t.Errorf("inside the container, %s", l)
+				}
+			}
+			t.Logf("the probe:\n%s", res.Stdout.Text)
+			if found := setIDFiles(t, ws); len(found) > 0 {
+				t.Errorf("set-id files planted in the workspace, as this machine sees them: %q", found)
 			}
 		})
 	}
