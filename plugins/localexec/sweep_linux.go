@@ -19,7 +19,8 @@ import (
 // and left its process group (env -i setsid ...). It refuses, and changes
 // nothing, unless this process is the namespace's init or the init's
 // child: anywhere else the namespace is shared with processes that are
-// not ours.
+// not ours. As with ClaimAllChildren, the process starts no children but
+// its executors' commands: any other would be a stray too.
 func SweepPIDNamespace() error {
 	if os.Getpid() != 1 && os.Getppid() != 1 {
 		return errors.New("localexec: sweeping the PID namespace needs a process that is its init or the init's child (a container's main process)")
