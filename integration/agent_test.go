@@ -254,3 +254,15 @@ func openTerminal(t *testing.T) *os.File {
 	t.Cleanup(func() { slave.Close() })
 	return slave
 }
+
+// Outside a container (its parent is this test, not an init), the agent
+// refuses --sweep-pids and ends before it serves: the PID namespace it
+// would sweep is this machine's.
+func TestAgentRefusesToSweepAPIDNamespaceItDoesNotOwn(t *testing.T) {
+	cmd := exec.Command(bins.agent, "--stdio", "--sweep-pids")
+	cmd.Stdin = strings.NewReader("") // not a terminal; never read
+	out, err := cmd.CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "--sweep-pids") || !strings.Contains(string(out), "init's child") {
+		t.Errorf("dsh-agent --sweep-pids outside a container: exit %d, output %q; want 1 and why", code, out)
+	}
+}

@@ -36,9 +36,11 @@ func run() int {
 	stdio := fs.Bool("stdio", false, "serve the executor on stdin and stdout (the only mode)")
 	dial := fs.String("dial", "", "also connect to the unix socket at this path and serve calls there too (a faster path than stdio, which stays the lifeline)")
 	dialToken := fs.String("dial-token", "", "the secret the socket's listener must send first (hex), before any call is served there")
+	noSetID := fs.Bool("no-setid", false, "refuse set-uid and set-gid bits to everything the agent runs (a container's, whose mounts are another machine's directories)")
+	sweep := fs.Bool("sweep-pids", false, "the agent is a container's main process, under its init: after each run or job, kill what no live run or job owns in the PID namespace")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio [--dial SOCKET --dial-token HEX]\n\n"+
+		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio [--dial SOCKET --dial-token HEX] [--no-setid] [--sweep-pids]\n\n"+
 			"Serves the bash-local executor, over gRPC, on its stdin and stdout. An executor whose\n"+
 			"commands run in a container or on another machine starts it there; it is not run by hand.\n"+
 			"It exits, killing every command it started, when its stdin closes. With --dial it also\n"+
@@ -62,6 +64,20 @@ func run() int {
 	if err := notDumpable(); err != nil {
 		fmt.Fprintf(os.Stderr, "dsh-agent: making itself not dumpable: %v\n", err)
 		return 1
+	}
+	// Both before anything runs; each refuses rather than run without
+	// what the executor asked for.
+	if *noSetID {
+		if err := refuseSetID(); err != nil {
+			fmt.Fprintf(os.Stderr, "dsh-agent: --no-setid: %v\n", err)
+			return 1
+		}
+	}
+	if *sweep {
+		if err := localexec.SweepPIDNamespace(); err != nil {
+			fmt.Fprintf(os.Stderr, "dsh-agent: --sweep-pids: %v\n", err)
+			return 1
+		}
 	}
 	stream, err := takeStdio()
 	if err != nil {

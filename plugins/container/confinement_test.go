@@ -16,16 +16,22 @@ import (
 // image's (it is imported here), into dir, and returns its path.
 func buildProbe(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := filepath.Abs(filepath.Join("testdata", "probe"))
+	return buildStatic(t, "probe", filepath.Join(dir, "probe"))
+}
+
+// buildStatic builds testdata/NAME (a program of its own, in a directory
+// of its own) for Linux on this machine's architecture, static, as bin.
+func buildStatic(t *testing.T, name, bin string) string {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "probe")
 	build := exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".")
 	build.Dir = src
 	build.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=", "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the probe: %v\n%s", err, out)
+		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	return bin
 }

@@ -50,6 +50,13 @@ const Version = "0.1.0"
 // agentInContainer is where the agent is mounted in the container.
 const agentInContainer = "/.dsh/dsh-agent"
 
+// agentArgs are the agent's arguments in a container: it serves its
+// stdio; it refuses set-id bits to what it runs (the workspace and the
+// writable roots are this machine's directories); and it owns the
+// container's PID namespace, so after each run or job it kills what no
+// live run or job owns there, which tags cannot find (env -i setsid ...).
+var agentArgs = []string{"--stdio", "--no-setid", "--sweep-pids"}
+
 // Labels on every container the executor makes: that it is one, and the
 // plugin that made it (its machine, pid and start time), so that a sweep
 // finds those whose plugin is dead.
@@ -71,8 +78,9 @@ type Settings struct {
 	// Workspace is a directory of this machine mounted at the same path
 	// in the container, read-write, and the commands' default workdir.
 	Workspace string `json:"workspace,omitempty"`
-	// User the commands run as in the container ("1000:1000", "nobody");
-	// empty: the image's.
+	// User the agent and the commands run as in the container
+	// ("1000:1000", "nobody"); empty: the workspace's owner (commandUser),
+	// without a workspace the image's.
 	User string `json:"user,omitempty"`
 	// NetworkName is the engine network a container joins when its mode
 	// has a network (SandboxPolicy.Network, or danger-full-access);
@@ -96,7 +104,7 @@ var ownKeys = []string{"engine", "image", "workspace", "user", "networkName", "a
 const ownSchema = `"engine": {"type": "string", "description": "Docker Engine API address (unix://, tcp://); default DOCKER_HOST, else the engine's socket"},
     "image": {"type": "string", "description": "the image commands run in (required)"},
     "workspace": {"type": "string", "description": "directory of this machine mounted at the same path (writable but in read-only mode), and the default workdir"},
-    "user": {"type": "string", "description": "user commands run as in the container (default: the image's)"},
+    "user": {"type": "string", "description": "user commands run as in the container (default: the workspace's owner, uid:gid; without a workspace, the image's)"},
     "networkName": {"type": "string", "description": "the engine network a container joins when the sandbox policy gives it one (default: the engine's default network)"},
     "agent": {"type": "string", "description": "the dsh-agent binary to mount (default: bin/agent/linux-ARCH/dsh-agent)"},
     "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the container gets (credentials scrubbed)"},
@@ -182,18 +190,23 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		// default, which not every engine adds.
 		env = append(env, "PATH="+defaultPath)
 	}
-	cfg := &ctr.Config{
-		// The agent is the container's process (under the init): an
-		// image's ENTRYPOINT and CMD are not run, so that one which
-		// ignores its arguments, or prints, cannot stand in its way.
-		Image: s.Image, Entrypoint: []string{agentInContainer}, Cmd: []string{"--stdio"}, Env: env, User: s.User,
-		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
-	}
 	lay, err := layoutFor(s, t.mode, engineSockets(c.DaemonHost()))
 	if err != nil {
 		return nil, err
 	}
+	user, err := commandUser(s, lay.workdir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &ctr.Config{
+		// The agent is the container's process (under the init): an
+		// image's ENTRYPOINT and CMD are not run, so that one which
+		// ignores its arguments, or prints, cannot stand in its way.
+		Image: s.Image, Entrypoint: []string{agentInContainer}, Cmd: agentArgs, Env: env, User: user,
+		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
+	}
+	lay.facts.Enforced = append(lay.facts.Enforced, userFact(s, user), setIDFact)
 	t.facts.Store(&lay.facts)
 	withInit := true
 	host := &ctr.HostConfig{

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,30 +151,36 @@ func requireNoContainersOf(t *testing.T, addr, label string, within time.Duratio
 	}
 }
 
-// The suite passes with the commands in a container, on each engine. A
-// directory of the test's is the workspace, and its TMPDIR, so that the
-// cases' workdirs are in the container too; the container's /tmp, where
-// the agent spills, is its own (a spill file the suite read from this
-// machine's file system would not be found), and the variables the suite
-// sets are forwarded.
+// The suite passes with the commands in a container, on each engine, as
+// root (a root-owned workspace) and as another user (the workspace's
+// owner, 65534). A directory of the test's is the workspace, and its
+// TMPDIR, so that the cases' workdirs are in the container too; the
+// container's /tmp, where the agent spills, is its own (a spill file the
+// suite read from this machine's file system would not be found), and the
+// variables the suite sets are forwarded.
 func TestConformanceInAContainer(t *testing.T) {
 	for _, name := range []string{"docker", "podman"} {
-		t.Run(name, func(t *testing.T) {
-			addr := engine(t, name)
-			workspace, err := os.MkdirTemp("", "dsh-container-workspace-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(workspace)
-			if err := os.Chmod(workspace, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			t.Setenv("TMPDIR", workspace)
-			base := settings(t, addr, map[string]any{"workspace": workspace, "forwardEnv": pluginapitest.InheritedNames()})
-			pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
-				t.Cleanup(func() { requireNoContainers(t, addr) })
-				return container.New()
-			}, pluginapitest.Options{Settings: string(base)})
-		})
+		for _, owner := range []int{0, 65534} {
+			t.Run(name+"/uid "+strconv.Itoa(owner), func(t *testing.T) {
+				addr := engine(t, name)
+				workspace, err := os.MkdirTemp("", "dsh-container-workspace-")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer os.RemoveAll(workspace)
+				if err := os.Chmod(workspace, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(workspace, owner, owner); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("TMPDIR", workspace)
+				base := settings(t, addr, map[string]any{"workspace": workspace, "forwardEnv": pluginapitest.InheritedNames()})
+				pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor {
+					t.Cleanup(func() { requireNoContainers(t, addr) })
+					return container.New()
+				}, pluginapitest.Options{Settings: string(base)})
+			})
+		}
 	}
 }

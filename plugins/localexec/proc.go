@@ -82,6 +82,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		p.stdinW = w
 	} // else the launcher opens /dev/null
 
+	r.begin(tag)
 	p.began = time.Now()
 	var child Started
 	var err error
@@ -105,6 +106,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		// A launcher that failed midway (a spawner that died) may have
 		// started the process all the same: it carries the tag.
 		r.killLeftovers(0, tag)
+		r.end(tag)
 		return nil, classifyStartErr(spec.Workdir, argv[0], err)
 	}
 	p.child = child
@@ -215,6 +217,10 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	if c, ok := p.child.(interface{ Leftovers() int }); ok {
 		p.leftovers += c.Leftovers()
 	}
+	// Then, where this process owns the PID namespace, whatever no live
+	// command owns: what this one left that its tag cannot name.
+	p.reaper.end(p.tag)
+	p.leftovers += p.reaper.sweepStrays()
 	if c, ok := p.child.(interface{ LimitsReached() []string }); ok {
 		p.limitsReached = c.LimitsReached()
 	}

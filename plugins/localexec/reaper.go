@@ -30,6 +30,11 @@ type childTable struct {
 	// adopted are orphans seen alive with a tag of this process: ours to
 	// reap. A child that is neither is left alone, whoever started it.
 	adopted map[int]bool
+	// live are the tags of the commands spawned whose leftovers are not
+	// yet killed: what carries one is theirs, not a stray (sweepStrays).
+	live map[string]bool
+	// sweep says this process owns its PID namespace (SweepPIDNamespace).
+	sweep atomic.Bool
 	// prefix starts every tag this process gives.
 	prefix string
 	// claimAll says every child of this process is the executors': they
@@ -54,7 +59,7 @@ var children = func() *childTable {
 		_, _ = rand.Read(b)
 		prefix = hex.EncodeToString(b)
 	}
-	return &childTable{shells: map[int]bool{}, adopted: map[int]bool{}, prefix: prefix}
+	return &childTable{shells: map[int]bool{}, adopted: map[int]bool{}, live: map[string]bool{}, prefix: prefix}
 }()
 
 // validPrefix accepts 8 to 64 letters and digits.
@@ -101,6 +106,20 @@ func newReaper() *reaper {
 // the random prefix, beyond it.
 func (r *reaper) newTag() string {
 	return r.prefix + strconv.FormatInt(r.next.Add(1), 10)
+}
+
+// begin marks a command's tag live, before its shell is spawned.
+func (r *reaper) begin(tag string) {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	r.t.live[tag] = true
+}
+
+// end forgets a command's tag once its leftovers are killed.
+func (r *reaper) end(tag string) {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	delete(r.t.live, tag)
 }
 
 // startedLocked records a spawned shell; the caller holds r.t.mu.
