@@ -164,3 +164,23 @@ func TestContainGitIntoProtectedPaths(t *testing.T) {
 		})
 	}
 }
+
+// A placeholder removed outside (a user's git clean -d) takes its mount
+// with it: the next command runs under a spawner that protects the path
+// again.
+func TestAPlaceholderRemovedOutsideIsProtectedAgain(t *testing.T) {
+	noneLeft(t)
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	if res := runWW(t, x, ws, "true"); res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Fatalf("true: %+v", res)
+	}
+	mcp := filepath.Join(ws, ".mcp.json")
+	if err := os.Remove(mcp); err != nil {
+		t.Fatalf("the placeholder: %v", err)
+	}
+	res := runWW(t, x, ws, `printf '{"mcpServers":{}}' > .mcp.json`)
+	if fi, err := os.Lstat(mcp); err == nil && fi.Mode().IsRegular() {
+		t.Errorf("ESCAPE (persistence): .mcp.json was made once its placeholder went (exit %v, stderr %q)", res.ExitCode, res.Stderr.Text)
+	}
+}
