@@ -89,7 +89,8 @@ func partitionContainers(t *testing.T, addr, label, partition string) []string {
 
 // Requests of two partitions, through the real plugin, run in containers
 // of their own: from A, ps and /proc show none of B's processes (neither
-// its job's command line nor its environment), and A's kill of B's pid
+// its job's command line nor its environment), B's spill file is not
+// there, and A's kill of B's pid
 // does not reach B's job; each still sees its own. ClosePartition removes
 // A's container (asked of the engine) and leaves B's job running; the
 // plugin's end removes B's.
@@ -121,6 +122,18 @@ func TestPartitionsDoNotShareProcesses(t *testing.T) {
 			}
 			if strings.Contains(fromA, "sleep 7772") || strings.Contains(fromA, markB) {
 				t.Errorf("A sees B's job (sleep 7772 or its environment's %s):\n%s", markB, fromA)
+			}
+			// B's spill files are in B's container, not in A's.
+			spillB, _ := jobB.(pluginapi.SpillNamer).SpillPaths()
+			if spillB == "" {
+				t.Fatal("B's job names no spill file")
+			}
+			probe := "test -e " + spillB + " && echo there || echo absent"
+			if out, _ := partitionRun(t, x, "session-B", probe); out != "there\n" {
+				t.Fatalf("B's spill %s from B: %q, want there", spillB, out)
+			}
+			if out, _ := partitionRun(t, x, "session-A", probe); out != "absent\n" {
+				t.Errorf("B's spill %s from A: %q, want absent", spillB, out)
 			}
 			fromB, _ := partitionRun(t, x, "session-B", seen)
 			if !strings.Contains(fromB, "sleep 7772") || strings.Contains(fromB, "sleep 6661") || strings.Contains(fromB, markA) {
