@@ -91,8 +91,8 @@ const everyProcess = `ps -o pid,args 2>/dev/null || ps; for p in /proc/[0-9]*; d
 
 // Two MCP sessions over HTTP, with the container executor, do not share
 // processes: from A, ps and /proc show none of B's job (its command line,
-// the variable it exported), and A's kill of B's pid leaves B's job
-// running. Once A's session ends and its jobs' grace is over, A's
+// the variable it exported), and A's kill of B's pid fails, B's job
+// running on. Once A's session ends and its jobs' grace is over, A's
 // container is gone (the engine says so) and B's is not; the server's
 // end removes B's.
 func TestMCPHTTPSessionsDoNotShareAContainersProcesses(t *testing.T) {
@@ -116,6 +116,12 @@ func TestMCPHTTPSessionsDoNotShareAContainersProcesses(t *testing.T) {
 				awaitNoSessionContainers(t, addr, idB, 10*time.Second, "after the server's end")
 			})
 
+			// B's job gets a pid beyond any of A's few commands: A's kill of
+			// it names no process there, rather than, by chance, one of A's
+			// own (its agent, whose end takes its container with it).
+			if out, isErr := call(t, b, "bash", map[string]any{"command": `for i in {1..600}; do ( : ); done`}); isErr {
+				t.Fatalf("B's forks: %s", out)
+			}
 			mark := fmt.Sprintf("session-b-secret-%d", time.Now().UnixNano())
 			out, isErr := call(t, b, "bash", map[string]any{"command": "export MARK=" + mark + "; echo $$; exec sleep 7774", "run_in_background": true})
 			if isErr {
@@ -144,8 +150,9 @@ func TestMCPHTTPSessionsDoNotShareAContainersProcesses(t *testing.T) {
 			if !strings.Contains(fromB, "sleep 7774") || strings.Contains(fromB, "sleep 6665") {
 				t.Errorf("session B sees (want its own sleep 7774, none of A's sleep 6665):\n%s", fromB)
 			}
-			// In A's container the pid names, at best, a process of A's own.
-			_, _ = call(t, a, "bash", map[string]any{"command": "kill -KILL " + pidB})
+			if out, _ := call(t, a, "bash", map[string]any{"command": "kill -KILL " + pidB + "; echo $?"}); strings.HasPrefix(out, "0\n") || !strings.Contains(out, "No such process") {
+				t.Errorf("A's kill of B's pid %s: %q, want no such process", pidB, out)
+			}
 			time.Sleep(500 * time.Millisecond)
 			if out, _ := call(t, b, "jobs", nil); !strings.Contains(out, jobB+"\trunning") {
 				t.Errorf("B's job after A killed pid %s: %q, want it running", pidB, out)

@@ -66,6 +66,12 @@ func partitionJob(t *testing.T, x pluginapi.ShellExecutor, partition, command, m
 // container: ps, and each process's command line and environment in /proc.
 const seen = `ps -o pid,args 2>/dev/null || ps; for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline; echo; tr '\0' '\n' < $p/environ; done 2>/dev/null`
 
+// pidsAhead forks 600 times, so that a job started after it has a pid
+// beyond any that a few commands of another container reach: a kill of
+// that pid there names no process, rather than, by chance, one of that
+// container's own (its agent, whose end takes the container with it).
+const pidsAhead = `for i in {1..600}; do ( : ); done`
+
 // partitionContainers lists the containers serving partition.
 func partitionContainers(t *testing.T, addr, label, partition string) []string {
 	t.Helper()
@@ -90,8 +96,8 @@ func partitionContainers(t *testing.T, addr, label, partition string) []string {
 // Requests of two partitions, through the real plugin, run in containers
 // of their own: from A, ps and /proc show none of B's processes (neither
 // its job's command line nor its environment), B's spill file is not
-// there, and A's kill of B's pid
-// does not reach B's job; each still sees its own. ClosePartition removes
+// there, and A's kill of B's pid fails and B's job runs on; each still
+// sees its own. ClosePartition removes
 // A's container (asked of the engine) and leaves B's job running; the
 // plugin's end removes B's.
 func TestPartitionsDoNotShareProcesses(t *testing.T) {
@@ -114,6 +120,7 @@ func TestPartitionsDoNotShareProcesses(t *testing.T) {
 			markA := fmt.Sprintf("mark-a-%d", time.Now().UnixNano())
 			markB := fmt.Sprintf("mark-b-%d", time.Now().UnixNano())
 			_, _ = partitionJob(t, x, "session-A", "sleep 6661", markA)
+			partitionRun(t, x, "session-B", pidsAhead)
 			jobB, pidB := partitionJob(t, x, "session-B", "sleep 7772", markB)
 
 			fromA, _ := partitionRun(t, x, "session-A", seen)
@@ -140,9 +147,10 @@ func TestPartitionsDoNotShareProcesses(t *testing.T) {
 				t.Errorf("B sees (want its own job, sleep 7772, and none of A's, sleep 6661 %s):\n%s", markA, fromB)
 			}
 
-			// A's kill of B's pid names, at best, a process of A's own
-			// (its sleep 6661, where the containers number alike).
-			_, _ = partitionRun(t, x, "session-A", fmt.Sprintf("kill -KILL %d", pidB))
+			// A's kill of B's pid fails: no such process where A runs.
+			if out, code := partitionRun(t, x, "session-A", fmt.Sprintf("kill -KILL %d; echo $?", pidB)); out == "0\n" || code != 0 {
+				t.Errorf("A's kill of B's pid %d: %q (exit %d), want it refused", pidB, out, code)
+			}
 			wctx, cancel := context.WithTimeout(ctx, time.Second)
 			_, err := jobB.Wait(wctx)
 			cancel()
