@@ -162,7 +162,10 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	default:
 		return "", fmt.Errorf("%w: sandbox_permissions %q is neither %q nor %q", ErrToolInput, in.SandboxPermissions, UseDefault, RequireEscalated)
 	}
-	req := pluginapi.ExecRequest{Command: in.Command, TimeoutMs: in.TimeoutMs, Workdir: t.Workdir}
+	// The owner's commands run in a partition of their own: an executor
+	// that keeps a place alive between commands (a container) keeps one
+	// per owner, so owners do not see each other's processes.
+	req := pluginapi.ExecRequest{Command: in.Command, TimeoutMs: in.TimeoutMs, Workdir: t.Workdir, Partition: owner}
 	if in.SandboxPermissions == RequireEscalated {
 		err := t.policy.approve(ctx, opts.Approver, EscalationRequest{
 			Owner: owner, Command: in.Command, Description: in.Description, Justification: in.Justification,

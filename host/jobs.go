@@ -236,7 +236,12 @@ const unavailableSettleWait = 30 * time.Second
 const finalReadTimeout = 10 * time.Second
 
 // Start resolves req and starts it as a job of owner's. It returns at once.
+// A request without a partition runs in owner's (pluginapi.ExecRequest's
+// Partition): owners do not share processes.
 func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecRequest) (JobInfo, error) {
+	if req.Partition == "" {
+		req.Partition = owner
+	}
 	shell, gen, started := j.source()
 	defer started()
 	spec, err := shell.Resolve(ctx, req)

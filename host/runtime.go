@@ -491,10 +491,11 @@ func (r *Runtime) enter(ctx context.Context) (*generation, context.Context, func
 type routedShell struct{ r *Runtime }
 
 var (
-	_ pluginapi.ShellExecutor = (*routedShell)(nil)
-	_ pluginapi.LiveRunner    = (*routedShell)(nil)
-	_ pluginapi.RequestRunner = (*routedShell)(nil)
-	_ pluginapi.SpillReader   = (*routedShell)(nil)
+	_ pluginapi.ShellExecutor   = (*routedShell)(nil)
+	_ pluginapi.LiveRunner      = (*routedShell)(nil)
+	_ pluginapi.RequestRunner   = (*routedShell)(nil)
+	_ pluginapi.SpillReader     = (*routedShell)(nil)
+	_ pluginapi.PartitionCloser = (*routedShell)(nil)
 )
 
 func (s *routedShell) Describe(ctx context.Context) (pluginapi.Description, error) {
@@ -547,6 +548,15 @@ func (s *routedShell) ReadSpill(ctx context.Context, path string, offset int64, 
 		return pluginapi.SpillChunk{}, fmt.Errorf("%w: the executor reads no spill files", pluginapi.ErrUnsupported)
 	}
 	return r.ReadSpill(ctx, path, offset, max)
+}
+
+// ClosePartition ends partition in the mounted executor. Earlier
+// generations hold nothing of it: a reload or a crash ended them whole.
+func (s *routedShell) ClosePartition(ctx context.Context, partition string) error {
+	s.r.awaitLive(ctx)
+	g, release := s.r.hold()
+	defer release()
+	return pluginapi.ClosePartition(ctx, g.host.Shell(), partition)
 }
 
 // Close closes the runtime.

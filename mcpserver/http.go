@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // HTTPPath is where the MCP endpoint is served.
@@ -343,7 +344,8 @@ func (h *HTTP) Close() {
 }
 
 // endOwner kills owner's running jobs (Kill returns once each has
-// settled), then takes the notices of their ends, which nobody will read.
+// settled), takes the notices of their ends, which nobody will read, and
+// ends owner's partition in the executor (its container goes).
 func (t *Tools) endOwner(owner string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -355,6 +357,9 @@ func (t *Tools) endOwner(owner string) {
 		}
 	}
 	t.jobs.Notices(owner)
+	if err := pluginapi.ClosePartition(ctx, t.shell, owner); err != nil {
+		t.logger.Warn("ending a closed session's partition", "partition", owner, "error", err)
+	}
 }
 
 // IsLoopback says whether addr (host:port) listens on loopback only.

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
 // StdioOwner owns the jobs of a server's every session when Options.Owner
@@ -53,6 +54,7 @@ type Options struct {
 // Tools are the tools over one runtime's executor and jobs.
 type Tools struct {
 	tool      *host.BashTool
+	shell     pluginapi.ShellExecutor
 	jobs      *host.Jobs
 	approvals *approvals
 	owner     func(*mcp.ServerSession) string
@@ -72,7 +74,7 @@ func New(ctx context.Context, r *host.Runtime, opts Options) (*Tools, error) {
 		return nil, err
 	}
 	tool.Workdir = opts.Workdir
-	t := &Tools{tool: tool, jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, maxJobs: opts.MaxRunningJobs, maxAll: opts.MaxAllRunningJobs, logger: opts.Logger}
+	t := &Tools{tool: tool, shell: r.Shell(), jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, maxJobs: opts.MaxRunningJobs, maxAll: opts.MaxAllRunningJobs, logger: opts.Logger}
 	if t.owner == nil {
 		t.owner = func(*mcp.ServerSession) string { return StdioOwner }
 	}

@@ -11,6 +11,8 @@ import (
 
 	pb "github.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -36,12 +38,13 @@ type grpcClient struct {
 }
 
 var (
-	_ ShellExecutor = (*grpcClient)(nil)
-	_ LiveRunner    = (*grpcClient)(nil)
-	_ RequestRunner = (*grpcClient)(nil)
-	_ Configurable  = (*grpcClient)(nil)
-	_ SpillReader   = (*grpcClient)(nil)
-	_ Releaser      = (*remoteProcess)(nil)
+	_ ShellExecutor   = (*grpcClient)(nil)
+	_ LiveRunner      = (*grpcClient)(nil)
+	_ RequestRunner   = (*grpcClient)(nil)
+	_ Configurable    = (*grpcClient)(nil)
+	_ SpillReader     = (*grpcClient)(nil)
+	_ PartitionCloser = (*grpcClient)(nil)
+	_ Releaser        = (*remoteProcess)(nil)
 )
 
 // NewClient returns a ShellExecutor speaking to a plugin over conn. life is
@@ -51,9 +54,12 @@ func NewClient(life context.Context, conn grpc.ClientConnInterface) ShellExecuto
 	return &grpcClient{client: pb.NewShellExecutorClient(conn), life: life}
 }
 
-// checkEnvKeys refuses environment keys the wire cannot carry: map keys are
-// proto strings, which must be valid UTF-8.
-func checkEnvKeys(maps ...map[string]string) error {
+// checkWireStrings refuses a partition and environment keys the wire
+// cannot carry: they are proto strings, which must be valid UTF-8.
+func checkWireStrings(partition string, maps ...map[string]string) error {
+	if !utf8.ValidString(partition) {
+		return fmt.Errorf("%w: partition %q is not valid UTF-8", ErrInvalidRequest, partition)
+	}
 	for _, m := range maps {
 		for k := range m {
 			if !utf8.ValidString(k) {
@@ -80,7 +86,7 @@ func (c *grpcClient) Describe(ctx context.Context) (Description, error) {
 }
 
 func (c *grpcClient) Resolve(ctx context.Context, req ExecRequest) (ExecSpec, error) {
-	if err := checkEnvKeys(req.Env, req.DshEnv); err != nil {
+	if err := checkWireStrings(req.Partition, req.Env, req.DshEnv); err != nil {
 		return ExecSpec{}, err
 	}
 	msg := &pb.ResolveRequest{Request: requestToProto(req)}
@@ -100,7 +106,7 @@ func (c *grpcClient) Run(ctx context.Context, spec ExecSpec) (RunResult, error) 
 
 // RunLive runs spec, passing output to onOutput as it comes.
 func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(Stream, []byte)) (RunResult, error) {
-	if err := checkEnvKeys(spec.Env, spec.DshEnv); err != nil {
+	if err := checkWireStrings(spec.Partition, spec.Env, spec.DshEnv); err != nil {
 		return RunResult{}, err
 	}
 	return c.runStream(ctx, &pb.RunStart{Spec: specToProto(spec)}, spec.Timeout(), spec.KillGrace(), onOutput)
@@ -115,7 +121,7 @@ const (
 
 // RunRequest resolves and runs req in one round trip.
 func (c *grpcClient) RunRequest(ctx context.Context, req ExecRequest, onOutput func(Stream, []byte)) (RunResult, error) {
-	if err := checkEnvKeys(req.Env, req.DshEnv); err != nil {
+	if err := checkWireStrings(req.Partition, req.Env, req.DshEnv); err != nil {
 		return RunResult{}, err
 	}
 	return c.runStream(ctx, &pb.RunStart{Request: requestToProto(req)}, unknownTimeout, unknownKillGrace, onOutput)
@@ -215,7 +221,7 @@ func (c *grpcClient) Start(ctx context.Context, spec ExecSpec) (ShellProcess, er
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrAbortedBeforeStart, context.Cause(ctx))
 	}
-	if err := checkEnvKeys(spec.Env, spec.DshEnv); err != nil {
+	if err := checkWireStrings(spec.Partition, spec.Env, spec.DshEnv); err != nil {
 		return nil, err
 	}
 	msg := &pb.StartRequest{Spec: specToProto(spec)}
@@ -249,6 +255,21 @@ func (c *grpcClient) ReadSpill(ctx context.Context, path string, offset int64, m
 		return SpillChunk{}, fromStatus(ctx, err)
 	}
 	return SpillChunk{Data: resp.GetData(), Size: resp.GetSize()}, nil
+}
+
+// ClosePartition ends partition in the plugin. A plugin built before the
+// call existed has no partitions to end: its "unimplemented" is success.
+func (c *grpcClient) ClosePartition(ctx context.Context, partition string) error {
+	if !utf8.ValidString(partition) {
+		return fmt.Errorf("%w: partition %q is not valid UTF-8", ErrInvalidRequest, partition)
+	}
+	if _, err := c.client.ClosePartition(ctx, &pb.ClosePartitionRequest{Partition: partition}); err != nil {
+		if status.Code(err) == codes.Unimplemented {
+			return nil
+		}
+		return fromStatus(ctx, err)
+	}
+	return nil
 }
 
 func (c *grpcClient) Close(ctx context.Context) error {

@@ -29,7 +29,7 @@ func requestToProto(r ExecRequest) *pb.ExecRequest {
 	return &pb.ExecRequest{
 		Command: []byte(r.Command), Workdir: []byte(r.Workdir), TimeoutMs: r.TimeoutMs, Stdin: r.Stdin,
 		Env: envToProto(r.Env), DshEnv: envToProto(r.DshEnv), StdoutMaxBytes: r.StdoutMaxBytes, StderrMaxBytes: r.StderrMaxBytes,
-		SandboxMode: string(r.SandboxMode),
+		SandboxMode: string(r.SandboxMode), Partition: r.Partition,
 	}
 }
 
@@ -38,7 +38,7 @@ func requestFromProto(p *pb.ExecRequest) ExecRequest {
 		Command: string(p.GetCommand()), Workdir: string(p.GetWorkdir()), TimeoutMs: p.GetTimeoutMs(),
 		Stdin: p.GetStdin(), Env: envFromProto(p.GetEnv()), DshEnv: envFromProto(p.GetDshEnv()),
 		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
-		SandboxMode: SandboxMode(p.GetSandboxMode()),
+		SandboxMode: SandboxMode(p.GetSandboxMode()), Partition: p.GetPartition(),
 	}
 }
 
@@ -46,7 +46,7 @@ func specToProto(s ExecSpec) *pb.ExecSpec {
 	return &pb.ExecSpec{
 		Command: []byte(s.Command), Workdir: []byte(s.Workdir), TimeoutMs: s.TimeoutMs, Stdin: s.Stdin,
 		Env: envToProto(s.Env), DshEnv: envToProto(s.DshEnv), StdoutMaxBytes: s.StdoutMaxBytes, StderrMaxBytes: s.StderrMaxBytes,
-		SandboxMode: string(s.SandboxMode), KillGraceMs: s.KillGraceMs,
+		SandboxMode: string(s.SandboxMode), KillGraceMs: s.KillGraceMs, Partition: s.Partition,
 	}
 }
 
@@ -55,7 +55,7 @@ func specFromProto(p *pb.ExecSpec) ExecSpec {
 		Command: string(p.GetCommand()), Workdir: string(p.GetWorkdir()), TimeoutMs: p.GetTimeoutMs(),
 		Stdin: p.GetStdin(), Env: envFromProto(p.GetEnv()), DshEnv: envFromProto(p.GetDshEnv()),
 		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
-		SandboxMode: SandboxMode(p.GetSandboxMode()), KillGraceMs: p.GetKillGraceMs(),
+		SandboxMode: SandboxMode(p.GetSandboxMode()), KillGraceMs: p.GetKillGraceMs(), Partition: p.GetPartition(),
 	}
 }
 

@@ -78,7 +78,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		{"full", ExecRequest{
 			Command: "echo hi; exit 3", Workdir: "/tmp/x y", TimeoutMs: 1234, Stdin: []byte("in\x00put"),
 			Env: map[string]string{"A": "1", "B": ""}, DshEnv: map[string]string{"DSH_X": "b"},
-			StdoutMaxBytes: 10, StderrMaxBytes: 20, SandboxMode: SandboxReadOnly,
+			StdoutMaxBytes: 10, StderrMaxBytes: 20, SandboxMode: SandboxReadOnly, Partition: "session-A",
 		}},
 		{"command with invalid UTF-8 and NUL", ExecRequest{Command: "printf '\xff\xfe'\x00\xe6\x97"}},
 		{"negative and extreme numbers", ExecRequest{Command: "x", TimeoutMs: -1, StdoutMaxBytes: math.MaxInt64, StderrMaxBytes: math.MinInt64}},
@@ -110,6 +110,7 @@ func TestSpecRoundTrip(t *testing.T) {
 			Command: "ls -la", Workdir: "/home/u", TimeoutMs: 600000, Stdin: []byte{0, 1, 2, 0xff},
 			Env: map[string]string{"TERM": "vt100"}, DshEnv: map[string]string{"DSH_A": "1", "DSH_B": "2"},
 			StdoutMaxBytes: 30000, StderrMaxBytes: 1 << 20, SandboxMode: SandboxWorkspaceWrite, KillGraceMs: 2000,
+			Partition: "session-B",
 		}},
 		{"invalid UTF-8 command", ExecSpec{Command: "\xc3\x28 \xa0\xa1", KillGraceMs: 1}},
 	}
@@ -254,24 +255,24 @@ func TestStreamRoundTrip(t *testing.T) {
 
 // FuzzRequestWireRoundTrip sends random requests and specs through the
 // converters and the proto encoding. Command, workdir and environment values
-// are bytes on the wire and must survive whatever they hold; the sandbox mode
-// and environment keys are proto3 strings, which proto.Marshal refuses when
+// are bytes on the wire and must survive whatever they hold; the sandbox mode,
+// the partition and environment keys are proto3 strings, which proto.Marshal refuses when
 // they are not valid UTF-8 (the only failure allowed here; the client
 // adapter refuses such keys before sending).
 func FuzzRequestWireRoundTrip(f *testing.F) {
-	f.Add("echo hi", "/tmp", int64(1000), []byte("in"), "K", "v", "DSH_X", "b", int64(10), int64(20), "read-only", int64(2000), true)
-	f.Add("\xff\x00", "", int64(-1), []byte{}, "", "", "", "", int64(0), int64(-5), "", int64(0), false)
+	f.Add("echo hi", "/tmp", int64(1000), []byte("in"), "K", "v", "DSH_X", "b", int64(10), int64(20), "read-only", int64(2000), true, "s1")
+	f.Add("\xff\x00", "", int64(-1), []byte{}, "", "", "", "", int64(0), int64(-5), "", int64(0), false, "")
 	f.Fuzz(func(t *testing.T, command, workdir string, timeoutMs int64, stdin []byte,
-		envK, envV, dshK, dshV string, outMax, errMax int64, mode string, graceMs int64, withMaps bool) {
+		envK, envV, dshK, dshV string, outMax, errMax int64, mode string, graceMs int64, withMaps bool, partition string) {
 		req := ExecRequest{
 			Command: command, Workdir: workdir, TimeoutMs: timeoutMs, Stdin: stdin,
-			StdoutMaxBytes: outMax, StderrMaxBytes: errMax, SandboxMode: SandboxMode(mode),
+			StdoutMaxBytes: outMax, StderrMaxBytes: errMax, SandboxMode: SandboxMode(mode), Partition: partition,
 		}
 		if withMaps {
 			req.Env = map[string]string{envK: envV, "FIXED": envV + envK}
 			req.DshEnv = map[string]string{dshK: dshV}
 		}
-		validStrings := utf8.ValidString(mode) && (!withMaps || utf8.ValidString(envK) && utf8.ValidString(dshK))
+		validStrings := utf8.ValidString(mode) && utf8.ValidString(partition) && (!withMaps || utf8.ValidString(envK) && utf8.ValidString(dshK))
 
 		if got := requestFromProto(requestToProto(req)); !reflect.DeepEqual(got, req) {
 			t.Fatalf("request in memory: got %+v, want %+v", got, req)
@@ -294,7 +295,7 @@ func FuzzRequestWireRoundTrip(f *testing.F) {
 		spec := ExecSpec{
 			Command: req.Command, Workdir: req.Workdir, TimeoutMs: req.TimeoutMs, Stdin: req.Stdin,
 			Env: req.Env, DshEnv: req.DshEnv, StdoutMaxBytes: req.StdoutMaxBytes,
-			StderrMaxBytes: req.StderrMaxBytes, SandboxMode: req.SandboxMode, KillGraceMs: graceMs,
+			StderrMaxBytes: req.StderrMaxBytes, SandboxMode: req.SandboxMode, KillGraceMs: graceMs, Partition: partition,
 		}
 		if got := specFromProto(specToProto(spec)); !reflect.DeepEqual(got, spec) {
 			t.Fatalf("spec in memory: got %+v, want %+v", got, spec)

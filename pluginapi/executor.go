@@ -104,6 +104,26 @@ type SpillReader interface {
 	ReadSpill(ctx context.Context, path string, offset int64, max int) (SpillChunk, error)
 }
 
+// PartitionCloser is implemented by executors that keep requests of
+// different partitions (ExecRequest.Partition) apart in something that
+// outlives a command, a container say. ClosePartition ends partition: it
+// kills what still runs there and removes what the executor keeps for it.
+// A later request of the same partition starts afresh. A host calls it
+// when the partition's owner is gone and its jobs are over (an MCP
+// session closed, its jobs' grace passed).
+type PartitionCloser interface {
+	ClosePartition(ctx context.Context, partition string) error
+}
+
+// ClosePartition ends partition in x when x partitions; otherwise there is
+// nothing to end, and it returns nil.
+func ClosePartition(ctx context.Context, x ShellExecutor, partition string) error {
+	if pc, ok := x.(PartitionCloser); ok {
+		return pc.ClosePartition(ctx, partition)
+	}
+	return nil
+}
+
 // SpillChunk is what one ReadSpill read: the bytes from its offset, and
 // the file's size when it was read.
 type SpillChunk struct {

@@ -268,6 +268,17 @@ func (s *grpcServer) ReadSpill(ctx context.Context, req *pb.ReadSpillRequest) (*
 	return &pb.ReadSpillResponse{Data: chunk.Data, Size: chunk.Size}, nil
 }
 
+// ClosePartition ends a partition in an executor that partitions; one that
+// does not has nothing to end.
+func (s *grpcServer) ClosePartition(ctx context.Context, req *pb.ClosePartitionRequest) (*pb.ClosePartitionResponse, error) {
+	if pc, ok := s.impl.(PartitionCloser); ok {
+		if err := pc.ClosePartition(ctx, req.GetPartition()); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &pb.ClosePartitionResponse{}, nil
+}
+
 // finishedWithin is how long finished waits for a process's Wait: one that
 // has finished answers at once.
 const finishedWithin = 50 * time.Millisecond

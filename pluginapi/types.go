@@ -80,6 +80,14 @@ type ExecRequest struct {
 	// SandboxMode asks a sandboxing executor for a mode other than its
 	// default (after approval). Empty means the default.
 	SandboxMode SandboxMode
+	// Partition names the partition the request belongs to, opaque to the
+	// executor: requests of different partitions must not share processes
+	// (one cannot see, signal or read the other's). A host sets it to the
+	// owner of the request (an MCP session); empty is a partition too. An
+	// executor whose every command runs apart (its own PID namespace, or
+	// the user's machine by design) ignores it. Resolve carries it into
+	// the spec unchanged.
+	Partition string
 }
 
 // ExecSpec is a request after Resolve: every field set and capped.
@@ -95,6 +103,8 @@ type ExecSpec struct {
 	SandboxMode    SandboxMode
 	// KillGraceMs is how long a process has between SIGTERM and SIGKILL.
 	KillGraceMs int64
+	// Partition is the request's, unchanged.
+	Partition string
 }
 
 // Timeout is TimeoutMs as a duration.

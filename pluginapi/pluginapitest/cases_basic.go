@@ -57,6 +57,12 @@ var resolveCases = []suiteCase{
 			e.t.Errorf("the result must carry the effective (resolved) timeoutMs %d; got %d", spec.TimeoutMs, res.TimeoutMs)
 		}
 	}},
+	{"resolve/carries the partition", func(e *env) {
+		spec := e.resolve(pluginapi.ExecRequest{Command: e.sh.Exit(0), Partition: "conformance-partition"})
+		if spec.Partition != "conformance-partition" {
+			e.t.Errorf("Resolve must carry the request's partition into the spec unchanged (Start and Run key on it); got %q", spec.Partition)
+		}
+	}},
 	{"resolve/rejects a negative timeout", func(e *env) {
 		_, err := e.x.Resolve(e.ctx, pluginapi.ExecRequest{Command: e.sh.Exit(0), TimeoutMs: -1})
 		if !errors.Is(err, pluginapi.ErrInvalidRequest) {

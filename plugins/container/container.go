@@ -96,10 +96,13 @@ type Settings struct {
 	// SandboxPolicy is the settings file's sandbox section: what each
 	// mode's container may write and reach, and its limits.
 	SandboxPolicy Policy `json:"sandboxPolicy,omitempty"`
+	// Partitioning: a container per session (partition.go).
+	Partitioning
 }
 
 // ownKeys are the JSON names of Settings.
-var ownKeys = []string{"engine", "image", "workspace", "user", "networkName", "agent", "forwardEnv", pluginapi.SandboxPolicySetting}
+var ownKeys = []string{"engine", "image", "workspace", "user", "networkName", "agent", "forwardEnv", pluginapi.SandboxPolicySetting,
+	"containerPerSession", "maxSessions"}
 
 const ownSchema = `"engine": {"type": "string", "description": "Docker Engine API address (unix://, tcp://); default DOCKER_HOST, else the engine's socket"},
     "image": {"type": "string", "description": "the image commands run in (required)"},
@@ -113,12 +116,13 @@ const ownSchema = `"engine": {"type": "string", "description": "Docker Engine AP
 // SettingsSchema is the JSON Schema of the container executor's settings:
 // its own keys, and the common keys but spillDir (its spill files are in
 // the container).
-var SettingsSchema = remoteexec.SettingsSchema("shell (container)", ownSchema)
+var SettingsSchema = remoteexec.SettingsSchema("shell (container)", ownSchema+partitionSchema)
 
 // target opens sessions: one container each, in one sandbox mode.
 type target struct {
-	mode  pluginapi.SandboxMode
-	swept *sync.Once // one sweep for all the modes' targets
+	mode      pluginapi.SandboxMode
+	partition string     // the partition it serves (labelPartition)
+	swept     *sync.Once // one sweep for all the modes' targets
 	// facts are what the last container opened enforces.
 	facts atomic.Pointer[pluginapi.SandboxFacts]
 }
@@ -204,7 +208,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		// ignores its arguments, or prints, cannot stand in its way.
 		Image: s.Image, Entrypoint: []string{agentInContainer}, Cmd: agentArgs, Env: env, User: user,
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel()},
+		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel(), labelPartition: t.partition},
 	}
 	lay.facts.Enforced = append(lay.facts.Enforced, userFact(s, user), setIDFact)
 	t.facts.Store(&lay.facts)

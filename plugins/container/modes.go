@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -26,8 +27,10 @@ type Executor struct {
 	mu       sync.Mutex
 	settings []byte // the section in force
 	policy   Policy
-	byMode   map[pluginapi.SandboxMode]*modeExecutor
+	part     Partitioning
+	byMode   map[modeKey]*modeExecutor // see partition.go
 	closed   bool
+	started  atomic.Uint64 // background processes started (partition.go)
 }
 
 // modeExecutor is one mode's executor and its target.
@@ -52,7 +55,7 @@ func New() *Executor {
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
 			Services: []string{pluginapi.ServiceShell}, Uncontained: uncontained,
 		},
-		byMode: map[pluginapi.SandboxMode]*modeExecutor{},
+		byMode: map[modeKey]*modeExecutor{},
 	}
 }
 
@@ -98,6 +101,7 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 	}
 	e.mu.Lock()
 	e.settings, e.policy = settings, s.SandboxPolicy
+	e.part = s.Partitioning
 	execs := slices.Collect(maps.Values(e.byMode))
 	e.mu.Unlock()
 	var errs []error
@@ -121,17 +125,22 @@ func (e *Executor) pick(asked pluginapi.SandboxMode) (pluginapi.SandboxMode, err
 	return asked, nil
 }
 
-// executor is mode's executor, made (and configured) at its first use.
-func (e *Executor) executor(ctx context.Context, mode pluginapi.SandboxMode) (*modeExecutor, error) {
+// executor is the executor of mode for partition, made (and configured) at
+// its first use.
+func (e *Executor) executor(ctx context.Context, mode pluginapi.SandboxMode, partition string) (*modeExecutor, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil, pluginapi.ErrExecutorClosed
 	}
-	if x := e.byMode[mode]; x != nil {
+	key, err := e.keyFor(mode, partition)
+	if err != nil {
+		return nil, err
+	}
+	if x := e.byMode[key]; x != nil {
 		return x, nil
 	}
-	t := &target{mode: mode, swept: &e.swept}
+	t := &target{mode: mode, partition: key.partition, swept: &e.swept}
 	x := &modeExecutor{target: t, Executor: remoteexec.New(remoteexec.Config{
 		Description: e.desc, Target: t, Split: split,
 		Reopen: true, // a container removed from outside is replaced
@@ -142,7 +151,7 @@ func (e *Executor) executor(ctx context.Context, mode pluginapi.SandboxMode) (*m
 			return nil, err
 		}
 	}
-	e.byMode[mode] = x
+	e.byMode[key] = x
 	return x, nil
 }
 
@@ -161,13 +170,13 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 	if err != nil {
 		return pluginapi.ExecSpec{}, err
 	}
-	x, err := e.executor(ctx, mode)
+	x, err := e.executor(ctx, mode, req.Partition)
 	if err != nil {
 		return pluginapi.ExecSpec{}, err
 	}
 	req.SandboxMode = pluginapi.SandboxNone
 	spec, err := x.Resolve(ctx, req)
-	spec.SandboxMode = mode
+	spec.SandboxMode, spec.Partition = mode, req.Partition
 	return spec, err
 }
 
@@ -180,7 +189,7 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
-	x, err := e.executor(ctx, mode)
+	x, err := e.executor(ctx, mode, spec.Partition)
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
@@ -194,7 +203,7 @@ func (e *Executor) RunRequest(ctx context.Context, req pluginapi.ExecRequest, on
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
-	x, err := e.executor(ctx, mode)
+	x, err := e.executor(ctx, mode, req.Partition)
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
@@ -224,28 +233,28 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	if err != nil {
 		return nil, err
 	}
-	x, err := e.executor(ctx, mode)
+	x, err := e.executor(ctx, mode, spec.Partition)
 	if err != nil {
 		return nil, err
 	}
 	spec.SandboxMode = pluginapi.SandboxNone
-	return x.Start(ctx, spec)
+	return e.named(x.Start(ctx, spec))
 }
 
 // ReadSpill reads a spill file of one of the containers: the default
-// mode's first.
+// mode's first. (Each agent spills into a directory of a random name, so
+// a path names one container's file.)
 func (e *Executor) ReadSpill(ctx context.Context, path string, offset int64, max int) (pluginapi.SpillChunk, error) {
 	e.mu.Lock()
-	first := e.byMode[e.policy.defaultMode()]
-	var execs []*modeExecutor
-	if first != nil {
-		execs = append(execs, first)
-	}
-	for _, m := range modes {
-		if x := e.byMode[m]; x != nil && x != first {
+	var execs, others []*modeExecutor
+	for k, x := range e.byMode {
+		if k.mode == e.policy.defaultMode() {
 			execs = append(execs, x)
+		} else {
+			others = append(others, x)
 		}
 	}
+	execs = append(execs, others...)
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {

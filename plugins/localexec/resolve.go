@@ -94,6 +94,7 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 		StderrMaxBytes: errMax,
 		KillGraceMs:    lim.KillGraceMs,
 		SandboxMode:    mode,
+		Partition:      req.Partition,
 	}, nil
 }
 

@@ -241,8 +241,12 @@ type ExecRequest struct {
 	StdoutMaxBytes int64                  `protobuf:"varint,7,opt,name=stdout_max_bytes,json=stdoutMaxBytes,proto3" json:"stdout_max_bytes,omitempty"`
 	StderrMaxBytes int64                  `protobuf:"varint,8,opt,name=stderr_max_bytes,json=stderrMaxBytes,proto3" json:"stderr_max_bytes,omitempty"`
 	SandboxMode    string                 `protobuf:"bytes,9,opt,name=sandbox_mode,json=sandboxMode,proto3" json:"sandbox_mode,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The partition the request belongs to, opaque to the executor: requests
+	// of different partitions must not share processes. Empty is a partition
+	// too. An executor that runs every command apart ignores it.
+	Partition     string `protobuf:"bytes,10,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecRequest) Reset() {
@@ -338,6 +342,13 @@ func (x *ExecRequest) GetSandboxMode() string {
 	return ""
 }
 
+func (x *ExecRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
 // ExecSpec is an ExecRequest after Resolve: every field set and capped.
 type ExecSpec struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -351,8 +362,10 @@ type ExecSpec struct {
 	StderrMaxBytes int64                  `protobuf:"varint,8,opt,name=stderr_max_bytes,json=stderrMaxBytes,proto3" json:"stderr_max_bytes,omitempty"`
 	SandboxMode    string                 `protobuf:"bytes,9,opt,name=sandbox_mode,json=sandboxMode,proto3" json:"sandbox_mode,omitempty"`
 	KillGraceMs    int64                  `protobuf:"varint,10,opt,name=kill_grace_ms,json=killGraceMs,proto3" json:"kill_grace_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The request's partition, unchanged by Resolve.
+	Partition     string `protobuf:"bytes,11,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecSpec) Reset() {
@@ -453,6 +466,13 @@ func (x *ExecSpec) GetKillGraceMs() int64 {
 		return x.KillGraceMs
 	}
 	return 0
+}
+
+func (x *ExecSpec) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
 }
 
 type ResolveRequest struct {
@@ -2113,6 +2133,86 @@ func (x *ReadSpillResponse) GetSize() int64 {
 	return 0
 }
 
+type ClosePartitionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     string                 `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClosePartitionRequest) Reset() {
+	*x = ClosePartitionRequest{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClosePartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClosePartitionRequest) ProtoMessage() {}
+
+func (x *ClosePartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClosePartitionRequest.ProtoReflect.Descriptor instead.
+func (*ClosePartitionRequest) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ClosePartitionRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+type ClosePartitionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClosePartitionResponse) Reset() {
+	*x = ClosePartitionResponse{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClosePartitionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClosePartitionResponse) ProtoMessage() {}
+
+func (x *ClosePartitionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClosePartitionResponse.ProtoReflect.Descriptor instead.
+func (*ClosePartitionResponse) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{33}
+}
+
 var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
@@ -2128,7 +2228,7 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0fsettings_schema\x18\x06 \x01(\tR\x0esettingsSchema\x12\x1a\n" +
 	"\bservices\x18\a \x03(\tR\bservices\x12 \n" +
 	"\vuncontained\x18\b \x03(\tR\vuncontained\x12\x14\n" +
-	"\x05shell\x18\t \x01(\tR\x05shell\"\xde\x03\n" +
+	"\x05shell\x18\t \x01(\tR\x05shell\"\xfc\x03\n" +
 	"\vExecRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x18\n" +
 	"\aworkdir\x18\x02 \x01(\fR\aworkdir\x12\x1d\n" +
@@ -2139,13 +2239,15 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\adsh_env\x18\x06 \x03(\v2).dsh.shellexec.v1.ExecRequest.DshEnvEntryR\x06dshEnv\x12(\n" +
 	"\x10stdout_max_bytes\x18\a \x01(\x03R\x0estdoutMaxBytes\x12(\n" +
 	"\x10stderr_max_bytes\x18\b \x01(\x03R\x0estderrMaxBytes\x12!\n" +
-	"\fsandbox_mode\x18\t \x01(\tR\vsandboxMode\x1a6\n" +
+	"\fsandbox_mode\x18\t \x01(\tR\vsandboxMode\x12\x1c\n" +
+	"\tpartition\x18\n" +
+	" \x01(\tR\tpartition\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a9\n" +
 	"\vDshEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\xf9\x03\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x97\x04\n" +
 	"\bExecSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x18\n" +
 	"\aworkdir\x18\x02 \x01(\fR\aworkdir\x12\x1d\n" +
@@ -2158,7 +2260,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x10stderr_max_bytes\x18\b \x01(\x03R\x0estderrMaxBytes\x12!\n" +
 	"\fsandbox_mode\x18\t \x01(\tR\vsandboxMode\x12\"\n" +
 	"\rkill_grace_ms\x18\n" +
-	" \x01(\x03R\vkillGraceMs\x1a6\n" +
+	" \x01(\x03R\vkillGraceMs\x12\x1c\n" +
+	"\tpartition\x18\v \x01(\tR\tpartition\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a9\n" +
@@ -2283,11 +2386,14 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\tmax_bytes\x18\x03 \x01(\x03R\bmaxBytes\";\n" +
 	"\x11ReadSpillResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\x03R\x04size*F\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"5\n" +
+	"\x15ClosePartitionRequest\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\"\x18\n" +
+	"\x16ClosePartitionResponse*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
-	"\rSTREAM_STDERR\x10\x022\xec\x06\n" +
+	"\rSTREAM_STDERR\x10\x022\xd1\a\n" +
 	"\rShellExecutor\x12Q\n" +
 	"\bDescribe\x12!.dsh.shellexec.v1.DescribeRequest\x1a\".dsh.shellexec.v1.DescribeResponse\x12N\n" +
 	"\aResolve\x12 .dsh.shellexec.v1.ResolveRequest\x1a!.dsh.shellexec.v1.ResolveResponse\x12A\n" +
@@ -2300,7 +2406,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x05Close\x12\x1e.dsh.shellexec.v1.CloseRequest\x1a\x1f.dsh.shellexec.v1.CloseResponse\x12T\n" +
 	"\tConfigure\x12\".dsh.shellexec.v1.ConfigureRequest\x1a#.dsh.shellexec.v1.ConfigureResponse\x12N\n" +
 	"\aRelease\x12 .dsh.shellexec.v1.ReleaseRequest\x1a!.dsh.shellexec.v1.ReleaseResponse\x12T\n" +
-	"\tReadSpill\x12\".dsh.shellexec.v1.ReadSpillRequest\x1a#.dsh.shellexec.v1.ReadSpillResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
+	"\tReadSpill\x12\".dsh.shellexec.v1.ReadSpillRequest\x1a#.dsh.shellexec.v1.ReadSpillResponse\x12c\n" +
+	"\x0eClosePartition\x12'.dsh.shellexec.v1.ClosePartitionRequest\x1a(.dsh.shellexec.v1.ClosePartitionResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
 
 var (
 	file_shellexec_v1_shellexec_proto_rawDescOnce sync.Once
@@ -2315,51 +2422,53 @@ func file_shellexec_v1_shellexec_proto_rawDescGZIP() []byte {
 }
 
 var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_shellexec_v1_shellexec_proto_goTypes = []any{
-	(Stream)(0),                // 0: dsh.shellexec.v1.Stream
-	(*DescribeRequest)(nil),    // 1: dsh.shellexec.v1.DescribeRequest
-	(*DescribeResponse)(nil),   // 2: dsh.shellexec.v1.DescribeResponse
-	(*ExecRequest)(nil),        // 3: dsh.shellexec.v1.ExecRequest
-	(*ExecSpec)(nil),           // 4: dsh.shellexec.v1.ExecSpec
-	(*ResolveRequest)(nil),     // 5: dsh.shellexec.v1.ResolveRequest
-	(*ResolveResponse)(nil),    // 6: dsh.shellexec.v1.ResolveResponse
-	(*RunInput)(nil),           // 7: dsh.shellexec.v1.RunInput
-	(*RunStart)(nil),           // 8: dsh.shellexec.v1.RunStart
-	(*RunAbort)(nil),           // 9: dsh.shellexec.v1.RunAbort
-	(*OutputChunk)(nil),        // 10: dsh.shellexec.v1.OutputChunk
-	(*RunEvent)(nil),           // 11: dsh.shellexec.v1.RunEvent
-	(*CollectedOutput)(nil),    // 12: dsh.shellexec.v1.CollectedOutput
-	(*SandboxFacts)(nil),       // 13: dsh.shellexec.v1.SandboxFacts
-	(*RunResult)(nil),          // 14: dsh.shellexec.v1.RunResult
-	(*StartRequest)(nil),       // 15: dsh.shellexec.v1.StartRequest
-	(*StartResponse)(nil),      // 16: dsh.shellexec.v1.StartResponse
-	(*ReadOutputRequest)(nil),  // 17: dsh.shellexec.v1.ReadOutputRequest
-	(*ReadOutputResponse)(nil), // 18: dsh.shellexec.v1.ReadOutputResponse
-	(*StreamEnds)(nil),         // 19: dsh.shellexec.v1.StreamEnds
-	(*KillRequest)(nil),        // 20: dsh.shellexec.v1.KillRequest
-	(*KillResponse)(nil),       // 21: dsh.shellexec.v1.KillResponse
-	(*WaitRequest)(nil),        // 22: dsh.shellexec.v1.WaitRequest
-	(*ProcessExit)(nil),        // 23: dsh.shellexec.v1.ProcessExit
-	(*WaitResponse)(nil),       // 24: dsh.shellexec.v1.WaitResponse
-	(*CloseRequest)(nil),       // 25: dsh.shellexec.v1.CloseRequest
-	(*CloseResponse)(nil),      // 26: dsh.shellexec.v1.CloseResponse
-	(*ConfigureRequest)(nil),   // 27: dsh.shellexec.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),  // 28: dsh.shellexec.v1.ConfigureResponse
-	(*ReleaseRequest)(nil),     // 29: dsh.shellexec.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),    // 30: dsh.shellexec.v1.ReleaseResponse
-	(*ReadSpillRequest)(nil),   // 31: dsh.shellexec.v1.ReadSpillRequest
-	(*ReadSpillResponse)(nil),  // 32: dsh.shellexec.v1.ReadSpillResponse
-	nil,                        // 33: dsh.shellexec.v1.ExecRequest.EnvEntry
-	nil,                        // 34: dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	nil,                        // 35: dsh.shellexec.v1.ExecSpec.EnvEntry
-	nil,                        // 36: dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	(Stream)(0),                    // 0: dsh.shellexec.v1.Stream
+	(*DescribeRequest)(nil),        // 1: dsh.shellexec.v1.DescribeRequest
+	(*DescribeResponse)(nil),       // 2: dsh.shellexec.v1.DescribeResponse
+	(*ExecRequest)(nil),            // 3: dsh.shellexec.v1.ExecRequest
+	(*ExecSpec)(nil),               // 4: dsh.shellexec.v1.ExecSpec
+	(*ResolveRequest)(nil),         // 5: dsh.shellexec.v1.ResolveRequest
+	(*ResolveResponse)(nil),        // 6: dsh.shellexec.v1.ResolveResponse
+	(*RunInput)(nil),               // 7: dsh.shellexec.v1.RunInput
+	(*RunStart)(nil),               // 8: dsh.shellexec.v1.RunStart
+	(*RunAbort)(nil),               // 9: dsh.shellexec.v1.RunAbort
+	(*OutputChunk)(nil),            // 10: dsh.shellexec.v1.OutputChunk
+	(*RunEvent)(nil),               // 11: dsh.shellexec.v1.RunEvent
+	(*CollectedOutput)(nil),        // 12: dsh.shellexec.v1.CollectedOutput
+	(*SandboxFacts)(nil),           // 13: dsh.shellexec.v1.SandboxFacts
+	(*RunResult)(nil),              // 14: dsh.shellexec.v1.RunResult
+	(*StartRequest)(nil),           // 15: dsh.shellexec.v1.StartRequest
+	(*StartResponse)(nil),          // 16: dsh.shellexec.v1.StartResponse
+	(*ReadOutputRequest)(nil),      // 17: dsh.shellexec.v1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),     // 18: dsh.shellexec.v1.ReadOutputResponse
+	(*StreamEnds)(nil),             // 19: dsh.shellexec.v1.StreamEnds
+	(*KillRequest)(nil),            // 20: dsh.shellexec.v1.KillRequest
+	(*KillResponse)(nil),           // 21: dsh.shellexec.v1.KillResponse
+	(*WaitRequest)(nil),            // 22: dsh.shellexec.v1.WaitRequest
+	(*ProcessExit)(nil),            // 23: dsh.shellexec.v1.ProcessExit
+	(*WaitResponse)(nil),           // 24: dsh.shellexec.v1.WaitResponse
+	(*CloseRequest)(nil),           // 25: dsh.shellexec.v1.CloseRequest
+	(*CloseResponse)(nil),          // 26: dsh.shellexec.v1.CloseResponse
+	(*ConfigureRequest)(nil),       // 27: dsh.shellexec.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),      // 28: dsh.shellexec.v1.ConfigureResponse
+	(*ReleaseRequest)(nil),         // 29: dsh.shellexec.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),        // 30: dsh.shellexec.v1.ReleaseResponse
+	(*ReadSpillRequest)(nil),       // 31: dsh.shellexec.v1.ReadSpillRequest
+	(*ReadSpillResponse)(nil),      // 32: dsh.shellexec.v1.ReadSpillResponse
+	(*ClosePartitionRequest)(nil),  // 33: dsh.shellexec.v1.ClosePartitionRequest
+	(*ClosePartitionResponse)(nil), // 34: dsh.shellexec.v1.ClosePartitionResponse
+	nil,                            // 35: dsh.shellexec.v1.ExecRequest.EnvEntry
+	nil,                            // 36: dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	nil,                            // 37: dsh.shellexec.v1.ExecSpec.EnvEntry
+	nil,                            // 38: dsh.shellexec.v1.ExecSpec.DshEnvEntry
 }
 var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
-	33, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
-	34, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	35, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
-	36, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	35, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
+	36, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	37, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
+	38, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
 	3,  // 4: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
 	4,  // 5: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
 	8,  // 6: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
@@ -2386,19 +2495,21 @@ var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
 	27, // 27: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
 	29, // 28: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
 	31, // 29: dsh.shellexec.v1.ShellExecutor.ReadSpill:input_type -> dsh.shellexec.v1.ReadSpillRequest
-	2,  // 30: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	6,  // 31: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	11, // 32: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	16, // 33: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	18, // 34: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	21, // 35: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	24, // 36: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	26, // 37: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	28, // 38: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
-	30, // 39: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
-	32, // 40: dsh.shellexec.v1.ShellExecutor.ReadSpill:output_type -> dsh.shellexec.v1.ReadSpillResponse
-	30, // [30:41] is the sub-list for method output_type
-	19, // [19:30] is the sub-list for method input_type
+	33, // 30: dsh.shellexec.v1.ShellExecutor.ClosePartition:input_type -> dsh.shellexec.v1.ClosePartitionRequest
+	2,  // 31: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	6,  // 32: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	11, // 33: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	16, // 34: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	18, // 35: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	21, // 36: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	24, // 37: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	26, // 38: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	28, // 39: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
+	30, // 40: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
+	32, // 41: dsh.shellexec.v1.ShellExecutor.ReadSpill:output_type -> dsh.shellexec.v1.ReadSpillResponse
+	34, // 42: dsh.shellexec.v1.ShellExecutor.ClosePartition:output_type -> dsh.shellexec.v1.ClosePartitionResponse
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
 	19, // [19:19] is the sub-list for extension type_name
 	19, // [19:19] is the sub-list for extension extendee
 	0,  // [0:19] is the sub-list for field type_name
@@ -2425,7 +2536,7 @@ func file_shellexec_v1_shellexec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shellexec_v1_shellexec_proto_rawDesc), len(file_shellexec_v1_shellexec_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

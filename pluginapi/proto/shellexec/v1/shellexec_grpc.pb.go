@@ -29,17 +29,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ShellExecutor_Describe_FullMethodName   = "/dsh.shellexec.v1.ShellExecutor/Describe"
-	ShellExecutor_Resolve_FullMethodName    = "/dsh.shellexec.v1.ShellExecutor/Resolve"
-	ShellExecutor_Run_FullMethodName        = "/dsh.shellexec.v1.ShellExecutor/Run"
-	ShellExecutor_Start_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/Start"
-	ShellExecutor_ReadOutput_FullMethodName = "/dsh.shellexec.v1.ShellExecutor/ReadOutput"
-	ShellExecutor_Kill_FullMethodName       = "/dsh.shellexec.v1.ShellExecutor/Kill"
-	ShellExecutor_Wait_FullMethodName       = "/dsh.shellexec.v1.ShellExecutor/Wait"
-	ShellExecutor_Close_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/Close"
-	ShellExecutor_Configure_FullMethodName  = "/dsh.shellexec.v1.ShellExecutor/Configure"
-	ShellExecutor_Release_FullMethodName    = "/dsh.shellexec.v1.ShellExecutor/Release"
-	ShellExecutor_ReadSpill_FullMethodName  = "/dsh.shellexec.v1.ShellExecutor/ReadSpill"
+	ShellExecutor_Describe_FullMethodName       = "/dsh.shellexec.v1.ShellExecutor/Describe"
+	ShellExecutor_Resolve_FullMethodName        = "/dsh.shellexec.v1.ShellExecutor/Resolve"
+	ShellExecutor_Run_FullMethodName            = "/dsh.shellexec.v1.ShellExecutor/Run"
+	ShellExecutor_Start_FullMethodName          = "/dsh.shellexec.v1.ShellExecutor/Start"
+	ShellExecutor_ReadOutput_FullMethodName     = "/dsh.shellexec.v1.ShellExecutor/ReadOutput"
+	ShellExecutor_Kill_FullMethodName           = "/dsh.shellexec.v1.ShellExecutor/Kill"
+	ShellExecutor_Wait_FullMethodName           = "/dsh.shellexec.v1.ShellExecutor/Wait"
+	ShellExecutor_Close_FullMethodName          = "/dsh.shellexec.v1.ShellExecutor/Close"
+	ShellExecutor_Configure_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/Configure"
+	ShellExecutor_Release_FullMethodName        = "/dsh.shellexec.v1.ShellExecutor/Release"
+	ShellExecutor_ReadSpill_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/ReadSpill"
+	ShellExecutor_ClosePartition_FullMethodName = "/dsh.shellexec.v1.ShellExecutor/ClosePartition"
 )
 
 // ShellExecutorClient is the client API for ShellExecutor service.
@@ -76,6 +77,10 @@ type ShellExecutorClient interface {
 	// run (a host never reads one itself: it may be on another machine). It
 	// refuses any other path.
 	ReadSpill(ctx context.Context, in *ReadSpillRequest, opts ...grpc.CallOption) (*ReadSpillResponse, error)
+	// ClosePartition ends a partition: the executor kills what runs in it and
+	// removes what it keeps for it (a container). An executor that does not
+	// partition answers at once, having nothing to end.
+	ClosePartition(ctx context.Context, in *ClosePartitionRequest, opts ...grpc.CallOption) (*ClosePartitionResponse, error)
 }
 
 type shellExecutorClient struct {
@@ -199,6 +204,16 @@ func (c *shellExecutorClient) ReadSpill(ctx context.Context, in *ReadSpillReques
 	return out, nil
 }
 
+func (c *shellExecutorClient) ClosePartition(ctx context.Context, in *ClosePartitionRequest, opts ...grpc.CallOption) (*ClosePartitionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClosePartitionResponse)
+	err := c.cc.Invoke(ctx, ShellExecutor_ClosePartition_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShellExecutorServer is the server API for ShellExecutor service.
 // All implementations must embed UnimplementedShellExecutorServer
 // for forward compatibility.
@@ -233,6 +248,10 @@ type ShellExecutorServer interface {
 	// run (a host never reads one itself: it may be on another machine). It
 	// refuses any other path.
 	ReadSpill(context.Context, *ReadSpillRequest) (*ReadSpillResponse, error)
+	// ClosePartition ends a partition: the executor kills what runs in it and
+	// removes what it keeps for it (a container). An executor that does not
+	// partition answers at once, having nothing to end.
+	ClosePartition(context.Context, *ClosePartitionRequest) (*ClosePartitionResponse, error)
 	mustEmbedUnimplementedShellExecutorServer()
 }
 
@@ -275,6 +294,9 @@ func (UnimplementedShellExecutorServer) Release(context.Context, *ReleaseRequest
 }
 func (UnimplementedShellExecutorServer) ReadSpill(context.Context, *ReadSpillRequest) (*ReadSpillResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadSpill not implemented")
+}
+func (UnimplementedShellExecutorServer) ClosePartition(context.Context, *ClosePartitionRequest) (*ClosePartitionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClosePartition not implemented")
 }
 func (UnimplementedShellExecutorServer) mustEmbedUnimplementedShellExecutorServer() {}
 func (UnimplementedShellExecutorServer) testEmbeddedByValue()                       {}
@@ -484,6 +506,24 @@ func _ShellExecutor_ReadSpill_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShellExecutor_ClosePartition_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClosePartitionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShellExecutorServer).ClosePartition(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShellExecutor_ClosePartition_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShellExecutorServer).ClosePartition(ctx, req.(*ClosePartitionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShellExecutor_ServiceDesc is the grpc.ServiceDesc for ShellExecutor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -530,6 +570,10 @@ var ShellExecutor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadSpill",
 			Handler:    _ShellExecutor_ReadSpill_Handler,
+		},
+		{
+			MethodName: "ClosePartition",
+			Handler:    _ShellExecutor_ClosePartition_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
