@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,9 +27,11 @@ const markAttr = "user.dsh-host.placeholder"
 // keeps it.
 type Placeholder struct {
 	Path    string
-	fd      int
 	ino     uint64
 	content string
+
+	mu sync.Mutex // Intact may be asked while another goroutine releases
+	fd int        // -1 once released
 }
 
 // Hold makes (or takes over) the placeholder of t, whose path is missing
@@ -159,6 +162,8 @@ func unchanged(fd int, content string) bool {
 // removed outside (a user's git clean) lifts the mounts over it, in
 // every mount namespace, so a sandbox that finds one gone starts anew.
 func (p *Placeholder) Intact() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var st, now unix.Stat_t
 	return p.fd >= 0 && unix.Fstat(p.fd, &st) == nil && st.Nlink > 0 &&
 		unix.Lstat(p.Path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev
@@ -167,7 +172,12 @@ func (p *Placeholder) Intact() bool {
 // Release lets go of the placeholder, and removes it when no other
 // sandbox holds it and it is still ours and empty. Safe twice.
 func (p *Placeholder) Release() {
-	if p == nil || p.fd < 0 {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd < 0 {
 		return
 	}
 	defer func() {

@@ -125,6 +125,15 @@ type target struct {
 	swept     *sync.Once // one sweep for all the modes' targets
 	// facts are what the last container opened enforces.
 	facts atomic.Pointer[pluginapi.SandboxFacts]
+	// protected protects the protected paths of the container open.
+	protected atomic.Pointer[protection]
+}
+
+// intact says whether the container open (if any) still has every bind
+// over a placeholder: one removed on this machine took its bind along.
+func (t *target) intact() bool {
+	p := t.protected.Load()
+	return p == nil || p.intact()
 }
 
 func (t *target) Open(ctx context.Context, raw, agent []byte) (*remoteexec.Session, error) {
@@ -236,22 +245,22 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		return nil, err
 	}
 	host.SecurityOpt = append(host.SecurityOpt, opt)
-	protectBinds, release, err := holdProtected(lay.protected)
+	protected, err := holdProtected(lay.protected)
 	if err != nil {
 		dropProfile()
 		return nil, fmt.Errorf("container: %w", err)
 	}
-	host.Binds = append(host.Binds, protectBinds...)
+	host.Binds = append(host.Binds, protected.binds...)
 	id, side, err := createContainer(ctx, c, cfg, host, sideFor(c))
 	dropProfile()
 	if err != nil {
-		release()
+		protected.release()
 		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
 	}
 	remove := func(ctx context.Context) error {
 		defer c.Close()
 		// The placeholders go once the container that covers them is.
-		defer release()
+		defer protected.release()
 		return removeContainer(ctx, c, id)
 	}
 	attached, err := c.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
@@ -272,6 +281,9 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 	}
 	name := "container " + short(id)
 	stream := newAttachStream(attached.HijackedResponse, name)
+	// Closing the lifeline ends the agent, and with it the session.
+	protected.watch(func() { stream.Close() })
+	t.protected.Store(protected)
 	sess := &remoteexec.Session{
 		Stream:  stream,
 		Cleanup: remove,

@@ -138,7 +138,14 @@ func (e *Executor) executor(ctx context.Context, mode pluginapi.SandboxMode, par
 		return nil, err
 	}
 	if x := e.byMode[key]; x != nil {
-		return x, nil
+		if x.target.intact() {
+			return x, nil
+		}
+		// A placeholder was removed on this machine, and the bind over
+		// it with it: this call gets a new container, which protects
+		// the path again; the old one goes, with what it still runs.
+		delete(e.byMode, key)
+		go x.Close(context.WithoutCancel(ctx))
 	}
 	t := &target{mode: mode, partition: key.partition, swept: &e.swept}
 	x := &modeExecutor{target: t, Executor: remoteexec.New(remoteexec.Config{

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-host/dsh-host/internal/protect/persisttest"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -85,5 +86,31 @@ func TestContainerRefusesASymlinkedProtectedPath(t *testing.T) {
 	_, err := pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: "true"}, nil)
 	if err == nil || !strings.Contains(err.Error(), ".claude is a symlink") {
 		t.Errorf("err %v, want the symlinked .claude refused", err)
+	}
+}
+
+// A placeholder removed on this machine (a user's git clean -d) takes the
+// container's bind over it along: the container goes, and the next
+// command's protects the path again.
+func TestContainerPlaceholderRemovedOutsideIsProtectedAgain(t *testing.T) {
+	for _, name := range []string{"docker", "podman"} {
+		t.Run(name, func(t *testing.T) {
+			addr := engine(t, name)
+			ws := persisttest.NewRepo(t)
+			x := newExecutor(t, addr, map[string]any{"workspace": ws})
+			if res := run(t, x, "", "true"); code(res) != 0 {
+				t.Fatalf("true: %+v", res)
+			}
+			mcp := filepath.Join(ws, ".mcp.json")
+			if err := os.Remove(mcp); err != nil {
+				t.Fatalf("the placeholder: %v", err)
+			}
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				res, err := pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: `printf '{"mcpServers":{}}' > .mcp.json`}, nil)
+				if fi, serr := os.Lstat(mcp); serr == nil && fi.Mode().IsRegular() {
+					t.Fatalf("ESCAPE (persistence): .mcp.json was made once its placeholder went (err %v, result %+v)", err, res)
+				}
+			}
+		})
 	}
 }
