@@ -102,6 +102,7 @@ var uncontained = []string{
 	"the kernel: commands share this machine's kernel (a container, not a virtual machine); a kernel bug is a way out",
 	"whoever can use the engine's API can run anything in the container",
 	"CPU time and the disk space of the workspace and writable roots are not bounded",
+	"new repositories: a repository a command makes (git init, git clone, a .git in a new subdirectory) has its hooks and configuration protected only from the mode's next container on; repositories deeper than three levels in a root are not searched",
 }
 
 // uncontainedFor is what a container under p does not close, for
