@@ -241,6 +241,7 @@ func (s *sandbox) spawnerFor(p confine.Policy) (*confine.Spawner, error) {
 			// Planned at the spawner's start: its mounts are made then,
 			// once, for every run it makes.
 			p.Protected = protect.Plan(p.WritableRoots, protect.Home(), list)
+			p.NewRepositories = !list.Git()
 		}
 		sp, err := confine.StartSpawner(fmt.Sprintf("/proc/self/fd/%d", s.self.Fd()), p)
 		s.mu.Lock()

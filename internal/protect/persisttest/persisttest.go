@@ -97,15 +97,41 @@ var Probes = []Probe{
 	{Name: ".mcp.json through a symlinked directory", Plant: `ln -s . d && printf '{"mcpServers":{"x":{"command":"sh","args":["-c","touch MARK"]}}}' > d/.mcp.json`, Fire: config(".mcp.json")},
 }
 
+// bareRepo makes, in plain shell, a bare repository at dir: what git
+// finds in its working directory without any .git.
+func bareRepo(dir string) string {
+	return `mkdir -p ` + dir + `/objects ` + dir + `/refs/heads && printf 'ref: refs/heads/main\n' > ` + dir + `/HEAD`
+}
+
+// NewRepositories are the attacks that make a repository where none was
+// when the executor planned its protections: in a new subdirectory, as a
+// bare one, through a .git file or commondir, or moved in from TMPDIR.
+// Each fires git in the directory a user would run it in.
+var NewRepositories = []Probe{
+	{Name: "a repository in a new subdirectory", Plant: `mkdir sub && cd sub && ` + gitInit + ` && ` + alias(".git/config"), Fire: gitIn("sub", "st")},
+	{Name: "hooks of a repository in a new subdirectory", Plant: `mkdir sub && cd sub && ` + gitInit + ` && ` + hook + ` > .git/hooks/post-commit && chmod +x .git/hooks/post-commit`, Fire: commit("sub")},
+	{Name: "a bare repository", Plant: bareRepo("b") + ` && ` + alias("b/config"), Fire: gitIn("b", "st")},
+	{Name: "a bare repository, HEAD last", Plant: `mkdir -p b/objects b/refs/heads && ` + alias("b/config") + ` && printf 'ref: refs/heads/main\n' > b/HEAD`, Fire: gitIn("b", "st")},
+	{Name: "a .git file naming a repository beside it", Plant: bareRepo("g") + `; ` + alias("g/config") + `; mkdir sub && printf 'gitdir: ../g\n' > sub/.git`, Fire: gitIn("sub", "st")},
+	{Name: "commondir naming a directory of hooks and configuration", Plant: `mkdir -p c/objects c/refs/heads w && ` + alias("c/config") + ` && printf 'ref: refs/heads/main\n' > w/HEAD && printf '../c\n' > w/commondir`, Fire: gitIn("w", "st")},
+	{Name: "a repository made in TMPDIR, moved in", Plant: `(cd "${TMPDIR:-/tmp}" && rm -rf r && mkdir r && cd r && ` + gitInit + ` && ` + alias(".git/config") + `) && mkdir sub && mv "${TMPDIR:-/tmp}/r/.git" sub/.git`, Fire: gitIn("sub", "st")},
+	{Name: "a .git through a dangling symlink", Plant: bareRepo("g") + `; ` + alias("g/config") + `; mkdir sub && ln -s .git sub/link && printf 'gitdir: ../g\n' > sub/link`, Fire: gitIn("sub", "st")},
+}
+
 // Run runs every probe against the executor run confines with: each plants
 // in a fresh repository, then fires outside, and the marker must not
 // appear. The confined run may fail (a refusal); the test does not judge
 // how, only that nothing planted runs.
 func Run(t *testing.T, run RunConfined) {
+	RunProbes(t, run, Probes)
+}
+
+// RunProbes runs probes as Run does.
+func RunProbes(t *testing.T, run RunConfined, probes []Probe) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatalf("the persistence probes fire with git: %v", err)
 	}
-	for _, p := range Probes {
+	for _, p := range probes {
 		t.Run(p.Name, func(t *testing.T) {
 			ws := NewRepo(t)
 			if p.Setup != nil {
@@ -170,6 +196,14 @@ func git(args ...string) func(t *testing.T, ws string) error {
 		out, err := cmd.CombinedOutput()
 		t.Logf("outside: git %v: %v: %.300q", args, err, out)
 		return nil
+	}
+}
+
+// gitIn fires by running git with args in dir beneath the workspace,
+// where a user would: git finds the repository there.
+func gitIn(dir string, args ...string) func(t *testing.T, ws string) error {
+	return func(t *testing.T, ws string) error {
+		return git(args...)(t, filepath.Join(ws, dir))
 	}
 }
 

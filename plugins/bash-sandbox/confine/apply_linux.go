@@ -70,6 +70,9 @@ func Probe(p Policy) ([]string, error) {
 type confinement struct {
 	landlock int // the ruleset's descriptor
 	filters  [][]unix.SockFilter
+	// guard is the filter whose calls the run's init makes, refusing new
+	// repositories (runinit_guard_linux.c), or nil.
+	guard    []unix.SockFilter
 	enforced []string
 }
 
@@ -93,7 +96,15 @@ func prepare(p Policy) (*confinement, error) {
 		unix.Close(ruleset)
 		return nil, fmt.Errorf("%w %s: seccomp: %v", ErrUnenforceable, p.Mode, err)
 	}
-	return &confinement{landlock: ruleset, filters: [][]unix.SockFilter{filter}, enforced: enforced}, nil
+	conf := &confinement{landlock: ruleset, filters: [][]unix.SockFilter{filter}, enforced: enforced}
+	if guarded(p) {
+		if conf.guard, err = guardProgram(); err != nil {
+			unix.Close(ruleset)
+			return nil, fmt.Errorf("%w %s: seccomp: %v", ErrUnenforceable, p.Mode, err)
+		}
+		conf.enforced = append(conf.enforced, "no-new-repositories")
+	}
+	return conf, nil
 }
 
 // The Landlock access rights on files (not directories).

@@ -7,6 +7,8 @@
 // IPC and mount namespaces under an init of its own (runinit_linux.c),
 // which kills whatever the command leaves once its shell ends; the command
 // drops every capability and enforces the ruleset and programs before it
-// executes. The plugin process itself is never confined. Where the kernel
+// executes. In workspace-write the init also makes, for its command, every
+// call that could make a name, refusing those that would make a new
+// repository (runinit_guard_linux.c). The plugin process itself is never confined. Where the kernel
 // cannot enforce a policy, nothing runs: the error says what was missing.
 package confine

@@ -213,13 +213,17 @@ type runInit struct {
 // initSpec is a run's init as it is made, ahead of its run
 // (runinit_linux.h).
 type initSpec struct {
-	ctl        int
-	life       int
-	landlock   int
-	filters    [][]unix.SockFilter
-	rlimits    []rlimit
-	cloneflags uintptr
-	mountProc  bool
+	ctl      int
+	life     int
+	landlock int
+	filters  [][]unix.SockFilter
+	// guard is the guard's filter (guardProgram), or nil; guardExempt
+	// where it lets any name be made.
+	guard       []unix.SockFilter
+	guardExempt string
+	rlimits     []rlimit
+	cloneflags  uintptr
+	mountProc   bool
 	// processes bounds the run's PID namespace (0: no bound there).
 	processes int
 	// background: made in spare time (sparetime_linux.go).
@@ -238,7 +242,7 @@ type rlimit struct {
 // root).
 func initSpecOf(p Policy, conf *confinement, life int) initSpec {
 	spec := initSpec{
-		life: life, landlock: conf.landlock, filters: conf.filters,
+		life: life, landlock: conf.landlock, filters: conf.filters, guard: conf.guard, guardExempt: p.Scratch,
 		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true,
 	}
 	if n := p.Limits.Processes; n > 0 {

@@ -32,6 +32,11 @@ type Policy struct {
 	// workspace-write (protect.Plan's targets, planned when a spawner
 	// starts): hooks and configurations that tools outside run.
 	Protected []protect.Target `json:"protected,omitempty"`
+	// NewRepositories lets commands make repositories beneath the
+	// writable roots, which the guard (runinit_guard_linux.c) otherwise
+	// refuses in workspace-write: the settings took .git off the
+	// protected list.
+	NewRepositories bool `json:"newRepositories,omitempty"`
 }
 
 // Limits bound the resources of a run; zero means no bound.
@@ -111,7 +116,7 @@ var Uncontained = []string{
 	"memory: not limited unless sandbox.limits.memoryMiB asks, and then only where a cgroup v1 memory controller is available to a root plugin",
 	"network: with sandbox.network true, every TCP and UDP destination the host reaches (unix sockets stay refused)",
 	"planted symlinks: a workdir through a symlink a confined command planted is refused only for roots this plugin process granted; after a restart, or in another host, name the real directory",
-	"new repositories: a repository a command makes (git init, git clone, a .git in a new subdirectory) has its hooks and configuration protected only from its policy's next spawner on; repositories deeper than three levels in a root are not searched",
+	"repositories deeper than three levels in a root: not searched, so their hooks and configuration are not protected (making a new repository anywhere in a root is refused)",
 }
 
 // deviceFiles are written by ordinary commands (`> /dev/null`) and are

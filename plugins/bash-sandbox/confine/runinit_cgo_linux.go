@@ -173,6 +173,18 @@ func startInit(w *initSpec, slots *initSlots) (int, *initMem, error) {
 		}
 		init.rlimits, init.nrlimits = &ls[0], C.int(n)
 	}
+	if n := len(w.guard); n > 0 {
+		size := n * int(unsafe.Sizeof(unix.SockFilter{}))
+		code := alloc(size)
+		C.memcpy(code, unsafe.Pointer(&w.guard[0]), C.size_t(size))
+		init.guard.len = C.ushort(n)
+		init.guard.code = code
+		if w.guardExempt != "" {
+			exempt := alloc(len(w.guardExempt) + 1)
+			C.memcpy(exempt, unsafe.Pointer(unsafe.StringData(w.guardExempt)), C.size_t(len(w.guardExempt)))
+			init.guard_exempt = (*C.char)(exempt)
+		}
+	}
 	init.cloneflags = C.ulong(w.cloneflags)
 	if w.mountProc {
 		init.mount_proc = 1

@@ -15,15 +15,18 @@
 // load (-z now), so no lazy binding runs in an init either.
 //
 // The spawner calls dsh_start_init ahead of each command: it clones an init
-// into new PID, IPC and mount namespaces, which mounts the run's /proc and
-// starts the command's process (its first PID: 2, or 300 with a process
-// limit in force). That process confines itself (limits, no_new_privs,
-// Landlock, seccomp, then no capabilities) and waits: when the plugin
-// sends it its run (the command, its files and control
-// groups), it joins the groups, takes the files, and executes the shell.
-// The init reaps what the command leaves, and when the shell ends it kills
-// every process left in the namespace, reaps them, reports the shell's
-// status and the number killed, and exits. When the spawner dies, the init
+// into new PID, IPC and mount namespaces, which mounts the run's /proc,
+// puts itself under the run's Landlock ruleset, and starts the command's
+// process (its first PID: 2, or 300 with a process limit in force). That
+// process confines itself (limits, no_new_privs, a Landlock domain nested
+// in the init's, seccomp, the guard's filter in workspace-write, then no
+// capabilities) and waits: when the plugin sends it its run (the command,
+// its files and control groups), it joins the groups, takes the files, and
+// executes the shell. The init drops its own capabilities, reaps what the
+// command leaves, makes what the guard hands it (runinit_guard_linux.c),
+// and when the shell ends it kills every process left in the namespace,
+// reaps them, reports the shell's status and the number killed, and
+// exits. When the spawner dies, the init
 // dies (PR_SET_PDEATHSIG), and with it, by the kernel's hand, everything
 // in its namespace.
 
@@ -49,6 +52,7 @@
 #include <unistd.h>
 
 #include "runinit_linux.h"
+#include "runinit_sys_linux.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -62,71 +66,12 @@
 // DSH_LAST_KNOWN_CAP is CAP_CHECKPOINT_RESTORE, the last capability since
 // Linux 5.9: every kernel with Landlock ABI 3 (6.2) knows it.
 #define DSH_LAST_KNOWN_CAP 40
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
-
-// sys makes system call n, and returns its result, or -errno: on amd64
-// and arm64 by its own instruction, touching no thread-local state.
-#if defined(__x86_64__)
-static long sys(long n, long a, long b, long c, long d, long e, long f) {
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-#elif defined(__aarch64__)
-static long sys(long n, long a, long b, long c, long d, long e, long f) {
-	register long x8 __asm__("x8") = n;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-	register long x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-	return x0;
-}
-#else
-// Elsewhere the init is a forked copy (no CLONE_VM, DSH_SHARED_VM 0),
-// whose errno is its own.
-static long sys(long n, long a, long b, long c, long d, long e, long f) {
-	long r = syscall(n, a, b, c, d, e, f);
-	return r == -1 ? -errno : r;
-}
-#endif
-
-#define S0(n) sys(n, 0, 0, 0, 0, 0, 0)
-#define S1(n, a) sys(n, (long)(a), 0, 0, 0, 0, 0)
-#define S2(n, a, b) sys(n, (long)(a), (long)(b), 0, 0, 0, 0)
-#define S3(n, a, b, c) sys(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
-#define S4(n, a, b, c, d) sys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
-#define S5(n, a, b, c, d, e) sys(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
-#define S6(n, a, b, c, d, e, f) sys(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
-
-// S retries a call EINTR interrupted.
-#define S(call)                         \
-	({                              \
-		long r_;                \
-		do                      \
-			r_ = (call);    \
-		while (r_ == -EINTR);   \
-		r_;                     \
-	})
-
-static __attribute__((noreturn)) void sys_exit(int code) {
-	for (;;)
-		S1(SYS_exit_group, code);
-}
-
-static void sys_close(int fd) { S1(SYS_close, fd); }
-
-static long sys_open(int dirfd, const char *path, int flags) { return S(S4(SYS_openat, dirfd, path, flags, 0)); }
 
 static void *sys_map(unsigned long len) {
 	long r = S6(SYS_mmap, 0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -155,8 +100,9 @@ static void unmap(struct dsh_init *w, int i) {
 	}
 }
 
-// send_msg2 sends one message, with up to two descriptors (those >= 0).
-static void send_msg2(int ctl, int32_t kind, int32_t a, int32_t b, int fd1, int fd2) {
+// send_msg2 sends one message, with up to two descriptors (those >= 0):
+// the bytes sent, or -errno.
+static long send_msg2(int ctl, int32_t kind, int32_t a, int32_t b, int fd1, int fd2) {
 	struct dsh_msg m = {.kind = kind, .a = a, .b = b};
 	struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
 	union {
@@ -179,7 +125,7 @@ static void send_msg2(int ctl, int32_t kind, int32_t a, int32_t b, int fd1, int 
 		c->cmsg_len = CMSG_LEN(n * sizeof(int));
 		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
 	}
-	S(S3(SYS_sendmsg, ctl, &h, MSG_NOSIGNAL));
+	return S(S3(SYS_sendmsg, ctl, &h, MSG_NOSIGNAL));
 }
 
 static void send_msg(int ctl, int32_t kind, int32_t a, int32_t b) { send_msg2(ctl, kind, a, b, -1, -1); }
@@ -213,6 +159,7 @@ struct child {
 	int failed_op;
 	int failed_errno;
 	int let_go; // the plugin let the init go unused
+	int guard;  // where the guard's listener goes to the init, or -1
 };
 
 static __attribute__((noreturn)) void fail(struct child *c, int op, long r) {
@@ -341,6 +288,9 @@ static int command_main(void *arg) {
 	for (int i = 0; i < w->nrlimits; i++)
 		if ((e = S4(SYS_prlimit64, 0, w->rlimits[i].resource, &w->rlimits[i].lim, 0)) < 0)
 			fail(c, DSH_OP_CONFINE, e);
+	// Landlock came with the clone (the init's); this layer makes the
+	// command's domain one beneath the init's, which Landlock's scopes
+	// keep it from signalling, and which may read the command's memory.
 	if ((e = S5(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
 		fail(c, DSH_OP_CONFINE, e);
 	if (w->landlock >= 0 && (e = S2(SYS_landlock_restrict_self, w->landlock, 0)) < 0)
@@ -349,6 +299,19 @@ static int command_main(void *arg) {
 		struct sock_fprog prog = {.len = w->filters[i].len, .filter = w->filters[i].code};
 		if ((e = S3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) < 0)
 			fail(c, DSH_OP_CONFINE, e);
+	}
+	if (w->guard.len > 0) {
+		// Last, so that the filters above refuse first what they
+		// refuse. Its listener goes to the init, never to the command.
+		struct sock_fprog prog = {.len = w->guard.len, .filter = w->guard.code};
+		long listener = S3(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				   SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+		if (listener < 0)
+			fail(c, DSH_OP_CONFINE, listener);
+		e = send_msg2(c->guard, 0, 0, 0, (int)listener, -1);
+		sys_close((int)listener);
+		if (e != (long)sizeof(struct dsh_msg))
+			fail(c, DSH_OP_CONFINE, e < 0 ? e : -EIO);
 	}
 	if (w->background) {
 		// Ready: from here on the run's time, not spare time. The
@@ -507,6 +470,50 @@ static long limit_pids(long n) {
 	return write_file("/proc/sys/kernel/ns_last_pid", v);
 }
 
+// recv_fd receives, without waiting, one message with a descriptor on
+// sock: the descriptor, or -errno.
+static long recv_fd(int sock) {
+	struct dsh_msg m;
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	long n = S(S3(SYS_recvmsg, sock, &h, MSG_DONTWAIT | MSG_CMSG_CLOEXEC));
+	if (n < 0)
+		return n;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -EBADMSG;
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return fd;
+}
+
+// reap reaps what has ended (waiting for something to when block): 1
+// while processes are left, 0 once none is. When the shell ends, it kills
+// everything left in the namespace (never outside one, where -1 would be
+// every process of the user), and counts what it reaps after.
+static int reap(int block, long shell, long self_pid, int *status, int *ended, int *leftovers) {
+	for (;;) {
+		int st;
+		long got = S(S4(SYS_wait4, -1, &st, __WALL | (block ? 0 : WNOHANG), 0));
+		if (got < 0)
+			return 0; // ECHILD: nobody left
+		if (got == 0)
+			return 1;
+		if (got == shell) {
+			*status = st;
+			*ended = 1;
+			if (self_pid == 1)
+				S2(SYS_kill, -1, SIGKILL);
+		} else if (*ended) {
+			(*leftovers)++;
+		}
+	}
+}
+
 // Linux's struct sigaction, as rt_sigaction takes it.
 struct kernel_sigaction {
 	void *handler;
@@ -557,12 +564,33 @@ static int init_main(void *arg) {
 		if ((e = S5(SYS_mount, 0, "/proc", 0, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0)) < 0)
 			failed(w->ctl, e, DSH_OP_PROC);
 	}
+	// The guard (runinit_guard_linux.c): the socket the command's process
+	// hands its listener over on, and a descriptor that says when a child
+	// ends, so that one loop serves both.
+	int guard[2] = {-1, -1};
+	long children = -1;
+	if (w->guard.len > 0) {
+		uint64_t chld = 1ULL << (SIGCHLD - 1);
+		if ((e = dsh_guard_sizes_fit()) < 0)
+			failed(w->ctl, e, DSH_OP_CONFINE);
+		if ((e = S4(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, guard)) < 0)
+			failed(w->ctl, e, DSH_OP_SETUP);
+		if ((children = S4(SYS_signalfd4, -1, &chld, sizeof chld, O_CLOEXEC | O_NONBLOCK)) < 0)
+			failed(w->ctl, children, DSH_OP_SETUP);
+	}
+	// Landlock on the init itself, which its command's process inherits:
+	// what the guard makes for the command, it makes under the command's
+	// own ruleset, in a domain its command's is nested in (so that it may
+	// read the command's memory and /proc entries, which a sibling domain
+	// could not).
+	if (w->landlock >= 0 && (e = S2(SYS_landlock_restrict_self, w->landlock, 0)) < 0)
+		failed(w->ctl, e, DSH_OP_CONFINE);
 
 	// Ready: the command's process, confined, waits for the run, and this
 	// init for its exec (or its end).
 	struct dsh_run run;
 	memset(&run, 0, sizeof run);
-	struct child c = {.init = w, .run = &run};
+	struct child c = {.init = w, .run = &run, .guard = guard[1]};
 	// libc's clone, for its switch to the new stack: it touches no
 	// thread-local state but to report a failure.
 	long shell = clone(command_main, w->command_stack + w->command_stack_len, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
@@ -574,6 +602,23 @@ static int init_main(void *arg) {
 		unmap(w, i);
 	if (w->landlock >= 0)
 		sys_close(w->landlock);
+	int notify = -1;
+	if (guard[0] >= 0) {
+		if (!c.failed_op && !c.let_go)
+			notify = (int)recv_fd(guard[0]); // < 0: the guarded calls fail (ENOSYS)
+		sys_close(guard[0]);
+		sys_close(guard[1]);
+	}
+	// No capability from here on: what the guard makes, it makes as the
+	// command would (killing what the run leaves needs none either).
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct none[2];
+	memset(none, 0, sizeof none);
+	if ((e = S2(SYS_capset, &hdr, none)) < 0 && !c.failed_op && !c.let_go) {
+		S2(SYS_kill, shell, SIGKILL);
+		c.failed_op = DSH_OP_CONFINE;
+		c.failed_errno = (int)-e;
+	}
 	if (c.failed_op || c.let_go) {
 		int st;
 		S(S4(SYS_wait4, shell, &st, 0, 0));
@@ -596,22 +641,28 @@ static int init_main(void *arg) {
 	if (self >= 0)
 		sys_close((int)self);
 
-	// Reap until the shell ends; then kill what is left, and reap that.
+	// Reap until the shell ends; then kill what is left, and reap that;
+	// with a guard, answer its calls meanwhile.
 	int status = 0, ended = 0, leftovers = 0;
-	for (;;) {
-		int st;
-		long got = S(S4(SYS_wait4, -1, &st, __WALL, 0));
-		if (got < 0)
-			break; // ECHILD: nobody left
-		if (got == shell) {
-			status = st;
-			ended = 1;
-			// Everything in the namespace; never run outside one, where
-			// -1 would be every process of the user.
-			if (self_pid == 1)
-				S2(SYS_kill, -1, SIGKILL);
-		} else if (ended) {
-			leftovers++;
+	if (notify < 0) {
+		reap(1, shell, self_pid, &status, &ended, &leftovers);
+	} else {
+		struct dsh_guard g = {.notify = notify, .exempt = w->guard_exempt};
+		while (reap(0, shell, self_pid, &status, &ended, &leftovers)) {
+			struct pollfd p[2] = {{.fd = (int)children, .events = POLLIN}, {.fd = g.notify, .events = POLLIN}};
+			if (S(S5(SYS_ppoll, p, g.notify >= 0 ? 2 : 1, 0, 0, 0)) < 0)
+				continue;
+			if (p[0].revents) {
+				char drain[1024];
+				while (S(S3(SYS_read, children, drain, sizeof drain)) > 0)
+					;
+			}
+			if (g.notify >= 0 && (p[1].revents & POLLIN)) {
+				dsh_guard_serve(&g);
+			} else if (g.notify >= 0 && p[1].revents) {
+				sys_close(g.notify); // every process that could call is gone
+				g.notify = -1;
+			}
 		}
 	}
 	send_msg(w->ctl, DSH_MSG_EXITED, status, leftovers);

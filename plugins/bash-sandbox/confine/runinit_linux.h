@@ -64,6 +64,11 @@ struct dsh_init {
 	int landlock; // a Landlock ruleset to enforce, or -1
 	struct dsh_filter *filters;
 	int nfilters;
+	// The guard's filter (runinit_guard_linux.c), loaded last, whose
+	// listener the command's process hands its init; len 0: no guard.
+	struct dsh_filter guard;
+	// Where the guard lets any name be made (the private TMPDIR), or NULL.
+	const char *guard_exempt;
 	struct dsh_rlimit *rlimits;
 	int nrlimits;
 	unsigned long cloneflags; // the namespaces of the run
@@ -126,6 +131,22 @@ enum {
 #else
 #define DSH_SHARED_VM 0
 #endif
+
+// A run's init's guard against new repositories (runinit_guard_linux.c):
+// the listener of its command's guard filter, and where any name may be
+// made.
+struct dsh_guard {
+	int notify;
+	const char *exempt;
+};
+
+// dsh_guard_serve answers one call the guard filter handed over on
+// g->notify: it makes it, or refuses it.
+void dsh_guard_serve(const struct dsh_guard *g);
+
+// dsh_guard_sizes_fit says whether this kernel's notification structures
+// fit the room dsh_guard_serve gives them: 0, or -errno.
+long dsh_guard_sizes_fit(void);
 
 // dsh_start_init starts a run's init in new namespaces, ready for its run,
 // on stack (stack_size bytes) where it shares the caller's address space:

@@ -102,6 +102,9 @@ type stepVariant struct {
 	// namespace copies.
 	protect bool
 	cgroups bool
+	// guard: the guard against new repositories (its filter, its
+	// listener, the init's loop).
+	guard bool
 }
 
 // runInitStepsChild is the measuring child: it makes its mounts private,
@@ -149,6 +152,7 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 		{name: "confine", cloneflags: all, mountProc: true, confine: true},
 		{name: "cgroups", cloneflags: all, mountProc: true, confine: true, cgroups: true},
 		{name: "protect", cloneflags: all, mountProc: true, confine: true, protect: true},
+		{name: "guard", cloneflags: all, mountProc: true, confine: true, guard: true},
 	}
 
 	var skipped []string
@@ -159,6 +163,7 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 	conf, err := prepare(Policy{Mode: pluginapi.SandboxWorkspaceWrite, WritableRoots: []string{dir}})
 	if err != nil {
 		skip("confine", oneLine(err.Error()))
+		skip("guard", oneLine(err.Error()))
 		for i := range variants {
 			variants[i].confine = false // the groups on top of the /proc step
 		}
@@ -196,6 +201,9 @@ func runInitStepsChild(t *testing.T, parentNS string) {
 		run.stdin, run.stdout, run.stderr = stdin, stdout, stdout
 		if v.confine {
 			spec.landlock, spec.filters = conf.landlock, conf.filters
+		}
+		if v.guard {
+			spec.guard = conf.guard
 		}
 		var group *runGroup
 		if v.cgroups {

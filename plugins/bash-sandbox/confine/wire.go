@@ -214,6 +214,8 @@ type policyWire struct {
 	Network       bool            `json:"network,omitempty"`
 	Limits        Limits          `json:"limits"`
 	Protected     []protectedWire `json:"protected,omitempty"`
+	// NewRepositories: Policy's.
+	NewRepositories bool `json:"newRepositories,omitempty"`
 }
 
 // protectedWire is a protected path as the spawner receives it.
@@ -228,7 +230,7 @@ func encodePolicy(p Policy) ([]byte, error) {
 	for _, t := range p.Protected {
 		protected = append(protected, protectedWire{[]byte(t.Path), []byte(t.Root), t.How})
 	}
-	return json.Marshal(policyWire{string(p.Mode), toBytes(p.WritableRoots), []byte(p.Scratch), p.Network, p.Limits, protected})
+	return json.Marshal(policyWire{string(p.Mode), toBytes(p.WritableRoots), []byte(p.Scratch), p.Network, p.Limits, protected, p.NewRepositories})
 }
 
 func decodePolicy(b []byte) (Policy, error) {
@@ -236,7 +238,7 @@ func decodePolicy(b []byte) (Policy, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Policy{}, err
 	}
-	p := Policy{Mode: pluginapi.SandboxMode(w.Mode), WritableRoots: fromBytes(w.WritableRoots), Scratch: string(w.Scratch), Network: w.Network, Limits: w.Limits}
+	p := Policy{Mode: pluginapi.SandboxMode(w.Mode), WritableRoots: fromBytes(w.WritableRoots), Scratch: string(w.Scratch), Network: w.Network, Limits: w.Limits, NewRepositories: w.NewRepositories}
 	for _, t := range w.Protected {
 		p.Protected = append(p.Protected, protect.Target{Path: string(t.Path), Root: string(t.Root), How: t.How})
 	}

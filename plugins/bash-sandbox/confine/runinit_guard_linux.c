@@ -1,0 +1,560 @@
+//go:build linux && cgo
+
+// The per-run init's guard against new repositories. A mount can keep an
+// existing hook or configuration read-only, but cannot refuse a name that
+// does not exist yet: a command could make a repository (.git, or a bare
+// one) in a new subdirectory, plant hooks and configuration in it, and git
+// run later in that directory, outside the sandbox, would run them. So in
+// workspace-write each command's process loads, after its other filters, a
+// seccomp filter that hands every call which could make a name (open with
+// O_CREAT, mkdir, mknod, symlink, link, rename) to its init, through a
+// user-notification listener. The init makes the call itself, on the
+// command's behalf: in the same mount namespace and Landlock domain,
+// without capabilities, with the command's umask, its working directory
+// and its descriptors (through its /proc), on its own copy of the path, so
+// that nothing the command changes after the check reaches the call
+// (letting the kernel continue the call instead would read the path again
+// from the command's memory). It refuses (EPERM), beneath the writable
+// roots but not the private TMPDIR:
+//   - an entry named .git (in any case): a repository, or a .git file
+//     naming one elsewhere;
+//   - commondir, outside a directory named .git: it sends git elsewhere
+//     for hooks and configuration;
+//   - the last of HEAD, objects and refs in one directory, outside a
+//     directory named .git: that makes a bare repository, which git finds
+//     in its working directory.
+// Everything else is made as the command asked, and the call returns what
+// it would have: the descriptor of an open goes into the command's table
+// (SECCOMP_IOCTL_NOTIF_ADDFD), atomically with the answer.
+//
+// An open with O_CREAT follows a last symlink itself (it creates where the
+// link points): the guard follows such links by hand, one at a time, and
+// checks the name each would make. Names the command gives for itself
+// (/proc/self, /proc/thread-self, /dev/fd, /dev/stdin and the like) are
+// rewritten to its own /proc entry; any other way into /proc is refused
+// (EACCES), since there /proc/self would be the init's own.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/limits.h>
+#include <linux/seccomp.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#include "runinit_linux.h"
+#include "runinit_sys_linux.h"
+
+#ifndef PROC_SUPER_MAGIC
+#define PROC_SUPER_MAGIC 0x9fa0
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+#ifndef SYS_process_vm_readv
+#error "no process_vm_readv"
+#endif
+
+// answered: the call was answered already (the descriptor went in with
+// its answer), or its process is gone.
+#define ANSWERED (-100000L) // below every -errno
+
+// A name of the command's, resolved by the init: its last component
+// (base, trailing slashes kept; namelen without them) and the directory
+// it is in (parent), or, for a path with no last component ("/", ""),
+// the path itself, relative to at.
+struct place {
+	char path[PATH_MAX + 64];
+	char dir[PATH_MAX + 64];
+	int at;     // what path is relative to: AT_FDCWD or an owned descriptor
+	int parent; // an owned descriptor of base's directory, or -1
+	const char *base;
+	unsigned long namelen;
+};
+
+static void put_num(char *p, unsigned long v) {
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	*p = 0;
+}
+
+// read_string copies the NUL-terminated string at addr in process tid's
+// memory into buf (size bytes): its length, or -errno. It reads a page at
+// a time, so that a string ending before an unmapped page is whole.
+static long read_string(int tid, unsigned long addr, char *buf, unsigned long size) {
+	unsigned long got = 0;
+	while (got < size) {
+		unsigned long left = 4096 - ((addr + got) & 4095);
+		unsigned long want = size - got < left ? size - got : left;
+		struct iovec local = {.iov_base = buf + got, .iov_len = want};
+		struct iovec remote = {.iov_base = (void *)(addr + got), .iov_len = want};
+		long n = S(S6(SYS_process_vm_readv, tid, &local, 1, &remote, 1, 0));
+		if (n <= 0)
+			return n == 0 || n == -EFAULT ? -EFAULT : n;
+		char *nul = memchr(buf + got, 0, (size_t)n);
+		if (nul)
+			return nul - buf;
+		got += (unsigned long)n;
+	}
+	return -ENAMETOOLONG;
+}
+
+// rewrite copies path into out, with the names a process gives itself
+// (/proc/self, /proc/thread-self, /dev/fd, /dev/stdin, /dev/stdout,
+// /dev/stderr) spelled as process tid's /proc entry.
+static long rewrite(int tid, const char *path, char *out, unsigned long size) {
+	static const struct {
+		const char *from;
+		const char *to; // after "/proc/TID"
+	} names[] = {
+	    {"/proc/self", ""}, {"/proc/thread-self", ""}, {"/dev/fd", "/fd"},
+	    {"/dev/stdin", "/fd/0"}, {"/dev/stdout", "/fd/1"}, {"/dev/stderr", "/fd/2"},
+	};
+	for (unsigned long i = 0; i < sizeof names / sizeof names[0]; i++) {
+		unsigned long n = strlen(names[i].from);
+		if (strncmp(path, names[i].from, n) != 0 || (path[n] != 0 && path[n] != '/'))
+			continue;
+		char head[64] = "/proc/";
+		put_num(head + 6, (unsigned long)tid);
+		strcat(head, names[i].to);
+		if (strlen(head) + strlen(path + n) + 1 > size)
+			return -ENAMETOOLONG;
+		strcpy(out, head);
+		strcat(out, path + n);
+		return 0;
+	}
+	if (strlen(path) + 1 > size)
+		return -ENAMETOOLONG;
+	strcpy(out, path);
+	return 0;
+}
+
+static void release(struct place *p) {
+	if (p->parent >= 0 && p->parent != p->at)
+		sys_close(p->parent);
+	if (p->at >= 0)
+		sys_close(p->at);
+	p->parent = p->at = -1;
+}
+
+// own_fd_dir says whether dir names process tid's own descriptors:
+// /proc/TID/fd, with or without a trailing slash.
+static int own_fd_dir(int tid, const char *dir) {
+	char want[48] = "/proc/";
+	put_num(want + 6, (unsigned long)tid);
+	strcat(want, "/fd");
+	unsigned long n = strlen(want);
+	return strncmp(dir, want, n) == 0 && (dir[n] == 0 || (dir[n] == '/' && dir[n + 1] == 0));
+}
+
+static int all_digits(const char *s, unsigned long n) {
+	if (n == 0)
+		return 0;
+	for (unsigned long i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+// locate resolves p->path (already rewritten) for process tid, as the
+// kernel would for a call with descriptor dirfd: 0, or -errno. at is
+// dirfd as the init holds it (an owned descriptor), or -1 to take the
+// command's own.
+static long locate(struct place *p, int tid, long dirfd, int at) {
+	p->at = p->parent = -1;
+	if (at >= 0) {
+		p->at = at;
+	} else if (p->path[0] == '/') {
+		p->at = AT_FDCWD;
+	} else {
+		char proc[64] = "/proc/";
+		put_num(proc + 6, (unsigned long)tid);
+		if ((int)dirfd == AT_FDCWD) {
+			strcat(proc, "/cwd");
+		} else if ((int)dirfd >= 0) {
+			strcat(proc, "/fd/");
+			put_num(proc + strlen(proc), (unsigned long)(int)dirfd);
+		} else {
+			return -EBADF;
+		}
+		long fd = sys_open(AT_FDCWD, proc, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			return fd == -ENOENT ? -EBADF : fd;
+		p->at = (int)fd;
+	}
+	// The last component, and where it starts.
+	unsigned long len = strlen(p->path), end = len;
+	while (end > 1 && p->path[end - 1] == '/')
+		end--;
+	unsigned long start = end;
+	while (start > 0 && p->path[start - 1] != '/')
+		start--;
+	p->base = p->path + start;
+	p->namelen = end - start;
+	if (p->namelen == 0 || (p->namelen == 1 && p->base[0] == '/'))
+		return p->namelen = 0, 0; // "/" or "": no name to make
+	if (start == 0) {
+		if (p->at < 0)
+			return -EBADF; // a relative path always has its own at
+		p->parent = p->at;
+		strcpy(p->dir, ".");
+	} else {
+		memcpy(p->dir, p->path, start);
+		p->dir[start] = 0;
+		long fd = S(S4(SYS_openat, p->at, p->dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0));
+		if (fd < 0)
+			return fd;
+		p->parent = (int)fd;
+	}
+	// Into /proc only for the command's own descriptors: anywhere else
+	// there, the init's own entries would answer.
+	struct statfs fs;
+	long e = S2(SYS_fstatfs, p->parent, &fs);
+	if (e < 0)
+		return e;
+	if (fs.f_type == PROC_SUPER_MAGIC && !(own_fd_dir(tid, p->dir) && all_digits(p->base, p->namelen)))
+		return -EACCES;
+	return 0;
+}
+
+// load reads the path at addr of process tid into p, and locates it.
+static long load(struct place *p, int tid, long dirfd, unsigned long addr) {
+	char raw[PATH_MAX];
+	p->at = p->parent = -1;
+	long n = read_string(tid, addr, raw, sizeof raw);
+	if (n < 0)
+		return n;
+	if ((n = rewrite(tid, raw, p->path, sizeof p->path)) < 0)
+		return n;
+	return locate(p, tid, dirfd, -1);
+}
+
+// is_named says whether the n bytes at s are name, in any case when fold.
+static int is_named(const char *s, unsigned long n, const char *name, int fold) {
+	if (strlen(name) != n)
+		return 0;
+	return fold ? strncasecmp(s, name, n) == 0 : strncmp(s, name, n) == 0;
+}
+
+// beneath says whether path is dir or lies beneath it.
+static int beneath(const char *path, const char *dir) {
+	unsigned long n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+// in_git_dir says whether a component of path is .git.
+static int in_git_dir(const char *path) {
+	for (const char *p = path; (p = strstr(p, "/.git")) != NULL; p += 5)
+		if (p[5] == 0 || p[5] == '/')
+			return 1;
+	return 0;
+}
+
+// refused says whether p's name may not be made, and why: 0, or an errno.
+static long refused(const struct dsh_guard *g, const struct place *p) {
+	const char *s = p->base;
+	unsigned long n = p->namelen;
+	int git = is_named(s, n, ".git", 1), common = is_named(s, n, "commondir", 0);
+	int bare = is_named(s, n, "HEAD", 0) || is_named(s, n, "objects", 0) || is_named(s, n, "refs", 0);
+	if (!git && !common && !bare)
+		return 0;
+	char proc[48] = "/proc/self/fd/", dir[PATH_MAX];
+	put_num(proc + strlen(proc), (unsigned long)p->parent);
+	long k = S4(SYS_readlinkat, AT_FDCWD, proc, dir, sizeof dir - 1);
+	if (k < 0 || k >= (long)sizeof dir - 1)
+		return EPERM; // where it would be made is unknown: refused
+	dir[k] = 0;
+	if (g->exempt && beneath(dir, g->exempt))
+		return 0;
+	if (git)
+		return EPERM;
+	if (in_git_dir(dir))
+		return 0;
+	if (common)
+		return EPERM;
+	static const char *const layout[] = {"HEAD", "objects", "refs"};
+	int others = 0;
+	for (int i = 0; i < 3; i++)
+		if (!is_named(s, n, layout[i], 0) && S4(SYS_faccessat, p->parent, layout[i], F_OK, 0) == 0)
+			others++;
+	return others == 2 ? EPERM : 0;
+}
+
+// use_umask takes process tid's umask for what the init makes next.
+static long use_umask(int tid) {
+	char path[48] = "/proc/";
+	put_num(path + 6, (unsigned long)tid);
+	strcat(path, "/status");
+	long fd = sys_open(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	char buf[2048];
+	long n = S(S3(SYS_read, fd, buf, sizeof buf - 1));
+	sys_close((int)fd);
+	if (n <= 0)
+		return n < 0 ? n : -EIO;
+	buf[n] = 0;
+	const char *u = strstr(buf, "\nUmask:");
+	if (!u)
+		return -EIO;
+	u += 7;
+	while (*u == ' ' || *u == '\t')
+		u++;
+	unsigned long m = 0;
+	while (*u >= '0' && *u <= '7')
+		m = m * 8 + (unsigned long)(*u++ - '0');
+	S1(SYS_umask, m & 0777);
+	return 0;
+}
+
+// still_waiting says whether the notification is still live: its process
+// has not gone (nor its number been taken by another) since it was read.
+static int still_waiting(const struct dsh_guard *g, const struct seccomp_notif *n) {
+	uint64_t id = n->id;
+	return S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+// follow moves p to where its last component, a symlink, points: 0, or
+// -errno.
+static long follow(struct place *p, int tid) {
+	char link[PATH_MAX], name[PATH_MAX];
+	memcpy(name, p->base, p->namelen);
+	name[p->namelen] = 0;
+	long k = S4(SYS_readlinkat, p->parent, name, link, sizeof link - 1);
+	if (k < 0)
+		return k == -EINVAL ? -ELOOP : k;
+	link[k] = 0;
+	int from = p->parent;
+	p->parent = -1;
+	if (p->at >= 0 && p->at != from)
+		sys_close(p->at);
+	p->at = -1;
+	long e = rewrite(tid, link, p->path, sizeof p->path);
+	if (e < 0 || p->path[0] == '/') {
+		sys_close(from);
+		from = -1;
+	}
+	return e < 0 ? e : locate(p, tid, AT_FDCWD, from);
+}
+
+// open_create makes an open with O_CREAT: a descriptor, or -errno. The
+// kernel never follows a last symlink here (the guard does, by hand): in
+// the init's hands a link into /proc would reach the init's own files.
+// The one exception is the command's own descriptors, /proc/TID/fd/N,
+// which name what the command holds already.
+static long open_create(const struct dsh_guard *g, struct place *p, int tid, int flags, unsigned long mode) {
+	if ((flags & O_DIRECTORY) && !(flags & O_PATH))
+		return -EINVAL; // as Linux 6.4 and later answer
+	for (int hops = 0;; hops++) {
+		if (hops > 40)
+			return -ELOOP;
+		if (p->namelen == 0 || p->base[p->namelen] == '/') // nothing to make: the kernel says why
+			return S(S4(SYS_openat, p->namelen == 0 ? p->at : p->parent, p->namelen == 0 ? p->path : p->base, flags, mode));
+		int nofollow = own_fd_dir(tid, p->dir) ? 0 : O_NOFOLLOW;
+		int mine = flags & O_NOFOLLOW;
+		long fd;
+		if (!(flags & O_EXCL)) {
+			// There already: nothing is made.
+			fd = S(S4(SYS_openat, p->parent, p->base, (flags & ~O_CREAT) | nofollow, 0));
+			if (fd == -ELOOP && nofollow && !mine) {
+				if ((fd = follow(p, tid)) < 0)
+					return fd;
+				continue;
+			}
+			if (fd != -ENOENT)
+				return fd;
+		}
+		long e = refused(g, p);
+		if (e)
+			return -e;
+		if ((e = use_umask(tid)) < 0)
+			return e;
+		fd = S(S4(SYS_openat, p->parent, p->base, flags | O_NOFOLLOW, mode));
+		if (fd != -ELOOP || mine || (flags & O_EXCL))
+			return fd;
+		if ((fd = follow(p, tid)) < 0)
+			return fd;
+	}
+}
+
+// do_open answers an open with O_CREAT: ANSWERED, or -errno.
+static long do_open(const struct dsh_guard *g, const struct seccomp_notif *n, long dirfd, unsigned long addr, int flags, unsigned long mode) {
+	struct place p;
+	int tid = (int)n->pid;
+	long e = load(&p, tid, dirfd, addr);
+	if (e == 0 && !still_waiting(g, n))
+		e = ANSWERED;
+	long fd = e == 0 ? open_create(g, &p, tid, flags, mode) : e;
+	release(&p);
+	if (fd < 0 || fd == ANSWERED)
+		return fd;
+	struct seccomp_notif_addfd add = {
+	    .id = n->id, .flags = SECCOMP_ADDFD_FLAG_SEND, .srcfd = (uint32_t)fd, .newfd_flags = (uint32_t)(flags & O_CLOEXEC)};
+	e = S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+	sys_close((int)fd);
+	return e >= 0 || e == -ENOENT ? ANSWERED : e;
+}
+
+enum { MAKE_DIR, MAKE_NODE };
+
+// do_make answers a mkdir or an mknod.
+static long do_make(const struct dsh_guard *g, const struct seccomp_notif *n, int kind, long dirfd, unsigned long addr, unsigned long mode, unsigned long dev) {
+	struct place p;
+	int tid = (int)n->pid;
+	long e = load(&p, tid, dirfd, addr);
+	if (e == 0 && !still_waiting(g, n))
+		e = ANSWERED;
+	if (e == 0 && p.namelen > 0)
+		e = -refused(g, &p);
+	if (e == 0)
+		e = use_umask(tid);
+	if (e == 0) {
+		int at = p.namelen == 0 ? p.at : p.parent;
+		const char *name = p.namelen == 0 ? p.path : p.base;
+		e = kind == MAKE_DIR ? S(S3(SYS_mkdirat, at, name, mode)) : S(S4(SYS_mknodat, at, name, mode, dev));
+	}
+	release(&p);
+	return e;
+}
+
+// do_symlink answers a symlink: target is stored as it is.
+static long do_symlink(const struct dsh_guard *g, const struct seccomp_notif *n, unsigned long target, long dirfd, unsigned long addr) {
+	struct place p;
+	char to[PATH_MAX];
+	int tid = (int)n->pid;
+	long e = read_string(tid, target, to, sizeof to);
+	if (e >= 0)
+		e = load(&p, tid, dirfd, addr);
+	else
+		p.at = p.parent = -1;
+	if (e == 0 && !still_waiting(g, n))
+		e = ANSWERED;
+	if (e == 0 && p.namelen > 0)
+		e = -refused(g, &p);
+	if (e == 0)
+		e = S(S3(SYS_symlinkat, to, p.namelen == 0 ? p.at : p.parent, p.namelen == 0 ? p.path : p.base));
+	release(&p);
+	return e;
+}
+
+enum { LINK, RENAME };
+
+// do_two answers a link or a rename: the new name is checked, and with
+// RENAME_EXCHANGE the old one too (each takes the other's place).
+static long do_two(const struct dsh_guard *g, const struct seccomp_notif *n, int kind, long olddirfd, unsigned long oldaddr, long newdirfd, unsigned long newaddr, unsigned long flags) {
+	struct place from, to;
+	int tid = (int)n->pid;
+	to.at = to.parent = -1;
+	long e = load(&from, tid, olddirfd, oldaddr);
+	if (e == 0)
+		e = load(&to, tid, newdirfd, newaddr);
+	if (e == 0 && !still_waiting(g, n))
+		e = ANSWERED;
+	if (e == 0 && to.namelen > 0)
+		e = -refused(g, &to);
+	if (e == 0 && kind == RENAME && (flags & RENAME_EXCHANGE) && from.namelen > 0)
+		e = -refused(g, &from);
+	if (e == 0) {
+		int fat = from.namelen == 0 ? from.at : from.parent, tat = to.namelen == 0 ? to.at : to.parent;
+		const char *fname = from.namelen == 0 ? from.path : from.base, *tname = to.namelen == 0 ? to.path : to.base;
+		e = kind == LINK ? S(S5(SYS_linkat, fat, fname, tat, tname, flags)) : S(S5(SYS_renameat2, fat, fname, tat, tname, flags));
+	}
+	release(&from);
+	release(&to);
+	return e;
+}
+
+// handle makes the call n stands for: its result, -errno, or ANSWERED.
+static long handle(const struct dsh_guard *g, const struct seccomp_notif *n) {
+	const __u64 *a = n->data.args;
+	switch (n->data.nr) {
+#ifdef SYS_open
+	case SYS_open:
+		return do_open(g, n, AT_FDCWD, a[0], (int)a[1], a[2]);
+#endif
+#ifdef SYS_creat
+	case SYS_creat:
+		return do_open(g, n, AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, a[1]);
+#endif
+	case SYS_openat:
+		return do_open(g, n, (long)a[0], a[1], (int)a[2], a[3]);
+#ifdef SYS_mkdir
+	case SYS_mkdir:
+		return do_make(g, n, MAKE_DIR, AT_FDCWD, a[0], a[1], 0);
+#endif
+	case SYS_mkdirat:
+		return do_make(g, n, MAKE_DIR, (long)a[0], a[1], a[2], 0);
+#ifdef SYS_mknod
+	case SYS_mknod:
+		return do_make(g, n, MAKE_NODE, AT_FDCWD, a[0], a[1], a[2]);
+#endif
+	case SYS_mknodat:
+		return do_make(g, n, MAKE_NODE, (long)a[0], a[1], a[2], a[3]);
+#ifdef SYS_symlink
+	case SYS_symlink:
+		return do_symlink(g, n, a[0], AT_FDCWD, a[1]);
+#endif
+	case SYS_symlinkat:
+		return do_symlink(g, n, a[0], (long)a[1], a[2]);
+#ifdef SYS_link
+	case SYS_link:
+		return do_two(g, n, LINK, AT_FDCWD, a[0], AT_FDCWD, a[1], 0);
+#endif
+	case SYS_linkat:
+		return do_two(g, n, LINK, (long)a[0], a[1], (long)a[2], a[3], a[4]);
+#ifdef SYS_rename
+	case SYS_rename:
+		return do_two(g, n, RENAME, AT_FDCWD, a[0], AT_FDCWD, a[1], 0);
+#endif
+#ifdef SYS_renameat
+	case SYS_renameat:
+		return do_two(g, n, RENAME, (long)a[0], a[1], (long)a[2], a[3], 0);
+#endif
+	case SYS_renameat2:
+		return do_two(g, n, RENAME, (long)a[0], a[1], (long)a[2], a[3], a[4]);
+	}
+	return -ENOSYS;
+}
+
+void dsh_guard_serve(const struct dsh_guard *g) {
+	union {
+		struct seccomp_notif n;
+		char room[256];
+	} req;
+	memset(&req, 0, sizeof req);
+	if (S(S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_RECV, &req.n)) < 0)
+		return; // its process is gone
+	long r = handle(g, &req.n);
+	if (r == ANSWERED)
+		return;
+	union {
+		struct seccomp_notif_resp r;
+		char room[64];
+	} resp;
+	memset(&resp, 0, sizeof resp);
+	resp.r.id = req.n.id;
+	if (r < 0)
+		resp.r.error = (int32_t)r;
+	else
+		resp.r.val = r;
+	S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_SEND, &resp.r);
+}
+
+long dsh_guard_sizes_fit(void) {
+	struct seccomp_notif_sizes s;
+	long e = S3(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &s);
+	if (e < 0)
+		return e;
+	return s.seccomp_notif <= 256 && s.seccomp_notif_resp <= 64 ? 0 : -EOVERFLOW;
+}
