@@ -32,11 +32,13 @@ var sandboxSteps = []struct{ name, with string }{
 	{"cgroups", "the namespaces, /proc, Landlock+seccomp and the cgroups"},
 	// Not on top of cgroups: its increment is over confine (stepBase).
 	{"protect", "the namespaces, /proc, Landlock+seccomp and a repository's protected paths"},
+	// Over confine too.
+	{"guard", "the namespaces, /proc, Landlock+seccomp and the guard against new repositories"},
 }
 
 // stepBase is the step a step's increment is taken over, where it is not
 // the one before it.
-var stepBase = map[string]string{"protect": "confine"}
+var stepBase = map[string]string{"protect": "confine", "guard": "confine"}
 
 // stepsNote is printed when the steps could not be timed; the bench goes
 // on without them.
