@@ -4,30 +4,10 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// lockedBuilder is a strings.Builder that a test reads while a process
-// writes to it.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A plugin SIGKILLed under `dsh-host run` does not make the command one
 // that "could not run at all" (125): dsh-host says the executor lost it,
@@ -47,7 +27,7 @@ func TestRunWhosePluginIsSIGKILLed(t *testing.T) {
 				args = append(args, "--json")
 			}
 			p := command(t, tag, append(args, "--", "echo started; echo on-stderr >&2; sleep 1005")...)
-			stdout := &lockedBuilder{}
+			stdout := &logBuffer{}
 			p.cmd.Stdout = stdout
 			p.start(t)
 			waitForCommand(t, tag, "sleep")
