@@ -77,5 +77,5 @@ func logBefore(where, what string, before []byte, total int64) {
 	if total > int64(len(before)) {
 		more = fmt.Sprintf(" (the first %d of %d bytes)", len(before), total)
 	}
-	logf("%s: the login printed before %s, which is not read as its answer%s: %q\n", where, what, more, before)
+	logf("%s: the login's scripts printed this before %s (logged, not read as its answer)%s: %q\n", where, what, more, before)
 }
