@@ -25,6 +25,9 @@ const (
 	exitTimedOut = 124
 	exitCannot   = 125
 	exitUsage    = 2
+	// exitInterrupted: the command ran, but how it ended is unknown (the
+	// executor lost it), as ssh(1) exits 255 when its connection drops.
+	exitInterrupted = 255
 )
 
 // closeTimeout bounds the teardown after the command settled.
@@ -78,13 +81,14 @@ func runCmd(args []string) int {
 	}
 	req := pluginapi.ExecRequest{Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds(),
 		SandboxMode: pluginapi.SandboxMode(*sandbox)}
-	var out *liveOutput
-	var onOutput func(pluginapi.Stream, []byte)
-	if !*asJSON {
-		out = &liveOutput{}
-		onOutput = out.write
+	// The output is watched live even for --json: a run the executor loses
+	// settles with what came before.
+	out := &liveOutput{}
+	onOutput := out.write
+	if *asJSON {
+		onOutput = func(pluginapi.Stream, []byte) {}
 	}
-	res, err := pluginapi.RunRequest(ctx, h.Shell(), req, onOutput)
+	res, err := h.RunRequest(ctx, req, onOutput)
 	if err != nil {
 		runErr = err // one line says it; Close need not say it again
 		if errors.Is(err, pluginapi.ErrInvalidRequest) {
@@ -208,8 +212,10 @@ func exitStatus(res pluginapi.RunResult) int {
 		return 130 // aborted, though the command exited cleanly
 	case res.ExitCode != nil:
 		return *res.ExitCode
+	case res.Interrupted != "" || res.Sandbox != nil && res.Sandbox.Interrupted != "":
+		return exitInterrupted // how it ended is unknown: the executor or its sandbox lost it
 	}
-	return exitCannot // how it ended is unknown (the sandbox or the connection lost it)
+	return exitCannot
 }
 
 // cannot reports a failure and returns its exit status: 2 for the user's

@@ -39,7 +39,9 @@ var helps = map[string]commandHelp{
 	"run": {"run [FLAGS] -- COMMAND", `Runs COMMAND with the executor's shell (bash -c for bash-local) in an
 executor plugin and prints its output as it comes, then the exit marker.
 Exits with the command's status, 124 when it timed out, 128+N when signal N
-killed it, 125 when it could not run, 2 on a usage error.
+killed it, 255 when the executor lost it (its plugin died, its connection
+dropped: how it ended is unknown), 125 when it could not run, 2 on a usage
+error.
 
 ` + trustNote},
 	"mcp": {"mcp [FLAGS]", `Serves the bash tool and the job tools (job_output, job_kill, jobs) to an

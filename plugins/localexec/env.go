@@ -44,36 +44,118 @@ var CredentialPatterns = []string{
 var notCredentials = []string{"TOKENIZERS_PARALLELISM", "MAX_THINKING_TOKENS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS"}
 
 // credentialValue matches a value that holds a credential whatever its
-// variable is called: a token by its issuer's prefix and shape, a private
-// key, a password in a URL or a connection string. A token must begin a word
-// (no letter or digit just before it) and be about as long as its issuer
-// makes it, so that ordinary values sharing a prefix stay: "sk_SK.UTF-8",
-// "sk-prod-cluster-1", "pk_live_..." (a publishable key), "tcp://host:2376".
-// Settings that replace CredentialPatterns leave it in force; only the
-// allowlist lets such a value through. Compiled at its first use, not in
-// every process that links this package (a host's start would pay about
-// 0.3 ms for it).
+// variable is called: a token by its issuer's prefix and shape, a JWT, a
+// bearer token, a private key, a password in a URL or a connection string.
+// A token must begin a word (no letter or digit just before it) and be about
+// as long as its issuer makes it, so that ordinary values sharing a prefix
+// stay: "sk_SK.UTF-8", "sk-prod-cluster-1", "pk_live_..." (a publishable
+// key), "tcp://host:2376", "Bearer authentication". Where a prefix is short
+// or could begin an ordinary word or hash, the token must also end a word.
+// Secret scanners' rules that tell a secret by the name beside it (an
+// "adafruit" key, a "datadog" token) are CredentialPatterns' part here: a
+// variable's name is what they read. Settings that replace
+// CredentialPatterns leave this in force; only the allowlist lets such a
+// value through. Compiled at its first use, not in every process that links
+// this package: a host that never runs a command should not pay for it.
 var credentialValue = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:` + strings.Join([]string{
-		`gh[oprsu]_[A-Za-z0-9]{36,}`,                                    // GitHub: classic PAT, OAuth, app, user, refresh
-		`github_pat_[A-Za-z0-9_]{22,}`,                                  // GitHub: fine-grained PAT
-		`gl(?:pat|ptt|dt|rt)-[A-Za-z0-9_-]{20,}`,                        // GitLab: personal, trigger, deploy, runner
-		`sk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`,              // Anthropic; OpenAI project and service keys
-		`sk-[A-Za-z0-9]{32,}`,                                           // OpenAI's older keys and OpenAI-compatible APIs
-		`xox[abeoprs]-[A-Za-z0-9-]{10,}`,                                // Slack tokens
-		`(?:AKIA|ASIA)[A-Z2-7]{16}(?:[^A-Za-z0-9]|$)`,                   // AWS access key ids, long-lived and temporary
-		`[rs]k_(?:live|test)_[A-Za-z0-9]{20,}`,                          // Stripe secret and restricted keys
-		`npm_[A-Za-z0-9]{36,}`,                                          // npm
-		`pypi-Ag[A-Za-z0-9_-]{50,}`,                                     // PyPI (a macaroon)
-		`hf_[A-Za-z0-9]{30,}`,                                           // Hugging Face
-		`AIza[A-Za-z0-9_-]{35}`,                                         // Google API keys
-		`hooks\.slack\.com/(?:services|workflows|triggers)/\w+/\w+/\w+`, // Slack webhooks
-		`discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+`,       // Discord webhooks
-		`-----BEGIN [A-Z ]*PRIVATE KEY`,                                 // PEM, OpenSSH and PGP private keys
-		`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`,                 // scheme://user:password@
-		`(?i:password|passwd|accountkey|sharedaccesskey)=[^;&\s]+`,      // Password=...; AccountKey=... (Azure)
-	}, "|") + `)`)
+	return regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:` + strings.Join(credentialShapes, "|") + `)`)
 })
+
+// wordEnd ends a token whose prefix alone could begin an ordinary word.
+const wordEnd = `(?:[^A-Za-z0-9]|$)`
+
+// credentialShapes are the alternatives of credentialValue, each matched
+// where a word begins.
+var credentialShapes = []string{
+	// Code hosts and package registries.
+	`gh[oprsu]_[A-Za-z0-9]{36,}`,                                        // GitHub: classic PAT, OAuth, app, user, refresh
+	`github_pat_[A-Za-z0-9_]{22,}`,                                      // GitHub: fine-grained PAT
+	`gl(?:pat|ptt|dt|rt|ft|imt|agent|oas|soat|ffct)-[A-Za-z0-9_-]{20,}`, // GitLab: personal, trigger, deploy, runner, feed, mail, agent, OAuth, SCIM, flags
+	`glcbt-[A-Za-z0-9]{1,5}_[A-Za-z0-9_-]{20,}`,                         // GitLab: CI job
+	`GR1348941[A-Za-z0-9_-]{20,}`,                                       // GitLab: runner registration
+	`npm_[A-Za-z0-9]{36,}`,                                              // npm
+	`pypi-Ag[A-Za-z0-9_-]{50,}`,                                         // PyPI (a macaroon)
+	`rubygems_[a-f0-9]{48}`,                                             // RubyGems
+	`AKCp[A-Za-z0-9]{69}`,                                               // JFrog Artifactory API key
+	`cmVmdGtu[A-Za-z0-9]{56}`,                                           // JFrog Artifactory reference token
+	`sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}`,                   // Sourcegraph
+	`rdme_[a-z0-9]{70}`,                                                 // ReadMe
+	`pul-[a-f0-9]{40}`,                                                  // Pulumi
+	`[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}`,                     // HashiCorp Terraform Cloud
+	`hv[sb]\.[A-Za-z0-9_-]{90,}`,                                        // HashiCorp Vault service and batch tokens
+	`dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}`,                  // Doppler
+	`pnu_[A-Za-z0-9]{36}`,                                               // Prefect
+	`dapi[a-f0-9]{32}` + wordEnd,                                        // Databricks
+	`ATATT3[A-Za-z0-9_=-]{150,}`,                                        // Atlassian API tokens
+	`lin_api_[A-Za-z0-9]{40}`,                                           // Linear
+	`ntn_[0-9]{11}[A-Za-z0-9]{35}`,                                      // Notion
+	`ico-[A-Za-z0-9]{32}` + wordEnd,                                     // Infracost
+	`PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}`,                              // Postman
+	`sntry[us]_[A-Za-z0-9+/=_]{60,}`,                                    // Sentry user and organization tokens
+	`glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}`,                               // Grafana service accounts
+	`glc_[A-Za-z0-9+/]{32,}`,                                            // Grafana Cloud
+	`eyJrIjoi[A-Za-z0-9]{70,}`,                                          // Grafana API keys (base64 of {"k":)
+	`dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}`,                          // Dynatrace
+	`sha256~[A-Za-z0-9_-]{43}`,                                          // OpenShift user tokens
+	`tk-us-[A-Za-z0-9_-]{48}`,                                           // Scalingo
+	`fio-u-[A-Za-z0-9_=-]{64}`,                                          // Frame.io
+	`tfp_[A-Za-z0-9_.=-]{59}`,                                           // Typeform
+	`sm_[aps]at_[A-Za-z0-9]{16}` + wordEnd,                              // SettleMint
+
+	// Model and AI APIs.
+	`sk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`, // Anthropic; OpenAI project and service keys
+	`sk-[A-Za-z0-9]{32,}`,                              // OpenAI's older keys and OpenAI-compatible APIs
+	`hf_[A-Za-z0-9]{30,}`,                              // Hugging Face
+	`api_org_[A-Za-z]{34}`,                             // Hugging Face organizations
+	`pplx-[A-Za-z0-9]{48}`,                             // Perplexity
+
+	// Clouds.
+	`(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}` + wordEnd,                              // AWS access key ids, long-lived, temporary, STS, and China
+	`ABSK[A-Za-z0-9+/]{100,}`,                                                    // Amazon Bedrock API keys
+	`AIza[A-Za-z0-9_-]{35}`,                                                      // Google API keys
+	`[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,}`,                               // Azure AD (Entra) client secrets
+	`LTAI[A-Za-z0-9]{20}` + wordEnd,                                              // Alibaba Cloud access key ids
+	`do[opr]_v1_[a-f0-9]{64}`,                                                    // DigitalOcean: personal, OAuth, refresh
+	`v1\.0-[a-f0-9]{24}-[a-f0-9]{146}`,                                           // Cloudflare Origin CA keys
+	`fo1_[A-Za-z0-9_-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}`,                      // Fly.io
+	`pscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,}`,                               // PlanetScale
+	`HRKU-AA[A-Za-z0-9_-]{58}`,                                                   // Heroku
+	`AQVN[A-Za-z0-9_-]{35,38}` + wordEnd,                                         // Yandex Cloud API keys
+	`A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}`, // 1Password secret keys
+	`ops_eyJ[A-Za-z0-9+/]{200,}`,                                                 // 1Password service accounts
+	`AGE-SECRET-KEY-1[0-9A-Z]{58}`,                                               // age
+
+	// Messaging, mail, payments, commerce.
+	`xox[abeoprs]-[A-Za-z0-9-]{10,}`,                                       // Slack tokens
+	`xapp-[0-9]-[A-Za-z0-9]+-[0-9]+-[A-Za-z0-9]+`,                          // Slack app tokens
+	`hooks\.slack\.com/(?:services|workflows|triggers)/\w+/\w+/\w+`,        // Slack webhooks
+	`discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+`,              // Discord webhooks
+	`[0-9]{5,16}:A[A-Za-z0-9_-]{34}` + wordEnd,                             // Telegram bots
+	`SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{32,}`,                           // SendGrid
+	`xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}`,                                 // Brevo (Sendinblue)
+	`SK[0-9a-fA-F]{32}` + wordEnd,                                          // Twilio API keys
+	`[rs]k_(?:live|test|prod)_[A-Za-z0-9]{20,}`,                            // Stripe secret and restricted keys
+	`(?:sq0atp|sq0csp)-[A-Za-z0-9_-]{22,}|EAAA[A-Za-z0-9_-]{60}` + wordEnd, // Square
+	`shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}`,                                   // Shopify
+	`shippo_(?:live|test)_[a-fA-F0-9]{40}`,                                 // Shippo
+	`duffel_(?:live|test)_[A-Za-z0-9_=-]{43}`,                              // Duffel
+	`EZ[AT]K[A-Za-z0-9]{54}`,                                               // EasyPost
+	`FLWSECK(?:_TEST)?-[A-Ha-h0-9]{12,}`,                                   // Flutterwave
+	`p8e-[A-Za-z0-9]{32}` + wordEnd,                                        // Adobe client secrets
+	`EAA[CM][A-Za-z0-9]{100,}`,                                             // Facebook page tokens
+	`[0-9]{15,16}[|][A-Za-z0-9_-]{27,40}` + wordEnd,                        // Facebook app tokens
+	`A{22}[A-Za-z0-9%]{80,}`,                                               // X (Twitter) bearer tokens
+	`sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}`,                        // Mapbox secret tokens
+	`pat[A-Za-z0-9]{14}\.[a-f0-9]{64}`,                                     // Airtable
+	`[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk` + wordEnd,                         // MaxMind
+
+	// Shapes any issuer uses.
+	`eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`, // a JWT: base64url of {" twice, then the signature
+	`(?i:bearer)[ \t]+[A-Za-z0-9][A-Za-z0-9._~+/-]{15,}`,           // a bearer token, as in Authorization: Bearer ...
+	`-----BEGIN [A-Z0-9 ]*PRIVATE KEY`,                             // PEM, OpenSSH and PGP private keys
+	`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`,                // scheme://user:password@
+	`(?i:password|passwd|accountkey|sharedaccesskey)=[^;&\s]+`,     // Password=...; AccountKey=... (Azure)
+}
 
 // pluginPatterns match the variables go-plugin sets for the plugin process
 // itself; a command has no use for them.

@@ -150,6 +150,10 @@ func TestBuildEnvScrubsCredentialsByNameAndValue(t *testing.T) {
 		{"DB_PASS", "hunter2", true, "*_PASS"},
 		{"AZURE_DEVOPS_EXT_PAT", "abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrst", true, "*_PAT: this value has no prefix to tell it by"},
 		{"GITHUB_TOKEN", "x", true, "*TOKEN*, whatever the value"},
+		{"KUBE_SA", "eyJhbGciOiJSUzI1NiJ9." + fake("eyJ", 60) + "." + fake("", 86), true, "a JWT under a plain name"},
+		{"CURL_HEADER", "Authorization: Bearer " + fake("", 32), true, "a bearer token with no known prefix"},
+		{"MAILER", fake("SG.", 22) + fake(".", 43), true, "a SendGrid key by its prefix"},
+		{"DO_CLI", "dop_v1_" + hex32 + hex32, true, "a DigitalOcean token by its prefix"},
 		{"TOKENIZERS_PARALLELISM", fake("ghp_", 36), true, "a setting's name does not excuse a token"},
 
 		// Kept.
@@ -176,6 +180,10 @@ func TestBuildEnvScrubsCredentialsByNameAndValue(t *testing.T) {
 		{"SENTRY_DSN", "https://" + hex32 + "@o123456.ingest.sentry.io/4504", false, "a Sentry DSN: a public key, no password"},
 		{"OPENAI_BASE_URL", "https://api.openai.com/v1", false, "an endpoint, not a key"},
 		{"npm_config_cache", "/home/ada/.npm", false, "npm_ begins the name, not a token"},
+		{"AUTH_SCHEME", "Bearer authentication", false, "a word after Bearer, not a token"},
+		{"MAIL_RELAY", "SG.smtp.example.com", false, "SG. begins a host name, not a SendGrid key"},
+		{"APP_VERSION", "2.14.0-rc.1+build.37", false, "a version string"},
+		{"CONFIG_B64", "eyJmb28iOiJiYXIifQ==", false, "base64 of JSON, one part: not a JWT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-host/dsh-host/internal/liveoutput"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
@@ -254,12 +255,12 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
-	began, p := time.Now(), newPartial(spec.StdoutMaxBytes, spec.StderrMaxBytes)
+	began, p := time.Now(), liveoutput.New(spec.StdoutMaxBytes, spec.StderrMaxBytes)
 	var res pluginapi.RunResult
 	if onOutput == nil {
 		res, err = s.client.Run(ctx, spec)
 	} else {
-		res, err = s.client.RunLive(ctx, spec, p.watch(onOutput))
+		res, err = s.client.RunLive(ctx, spec, p.Watch(onOutput))
 	}
 	if err != nil {
 		return settleLost(ctx, s, err, began, spec.TimeoutMs, p)
@@ -272,8 +273,8 @@ func (e *Executor) RunRequest(ctx context.Context, req pluginapi.ExecRequest, on
 	if err != nil {
 		return pluginapi.RunResult{}, err
 	}
-	began, p := time.Now(), newPartial(req.StdoutMaxBytes, req.StderrMaxBytes)
-	res, err := s.client.RunRequest(ctx, req, p.watch(onOutput))
+	began, p := time.Now(), liveoutput.New(req.StdoutMaxBytes, req.StderrMaxBytes)
+	res, err := s.client.RunRequest(ctx, req, p.Watch(onOutput))
 	if err != nil {
 		return settleLost(ctx, s, err, began, req.TimeoutMs, p)
 	}

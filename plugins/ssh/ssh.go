@@ -3,13 +3,16 @@
 // agent, checks the host key against known_hosts (an unknown or changed
 // key is refused, never trusted silently), uploads dsh-agent once to a
 // per-version path on the target (verified by its SHA-256), and runs it in
-// one session whose stdio is the executor's stream (remoteexec). A dropped
+// one session whose stdio is the executor's stream (remoteexec), from a
+// marker on: what the target's login scripts print is logged, not read as
+// the agent's. A dropped
 // connection fails the calls in flight; the agent, its stdin closed by
 // sshd, kills what it started. Keepalives find a dead connection within
 // their interval.
 package ssh
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,7 +23,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -188,7 +193,7 @@ func clientConfig(s Settings) (*ssh.ClientConfig, func(), error) {
 // start uploads the agent where it is missing or differs, and starts it
 // in a session whose stdio is the stream.
 func start(ctx context.Context, c *ssh.Client, s Settings, agentPart []byte, where string) (*remoteexec.Session, error) {
-	arch, err := output(c, "uname -m")
+	arch, err := output(c, "uname -m", where)
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %s: uname -m: %w", where, err)
 	}
@@ -208,15 +213,17 @@ func start(ctx context.Context, c *ssh.Client, s Settings, agentPart []byte, whe
 	if len(agentPart) > 0 {
 		_ = json.Unmarshal(agentPart, &scrub)
 	}
-	cmd := "exec "
-	if env := remoteexec.ForwardedEnv(s.ForwardEnv, scrub); len(env) > 0 {
-		cmd += "env"
-		for _, kv := range env {
-			cmd += " " + shellQuote(kv)
-		}
-		cmd += " "
+	// Without SSH_CLIENT (SSH_CONNECTION says the same): bash, as most
+	// distributions build it, reads ~/.bashrc again for every command whose
+	// environment has it, and a banner there would open each command's
+	// output. The login shell that starts the agent has read it, and the
+	// agent's commands inherit what it exported.
+	mark, printMark := marker()
+	cmd := printMark + " && exec env -u SSH_CLIENT -u SSH2_CLIENT"
+	for _, kv := range remoteexec.ForwardedEnv(s.ForwardEnv, scrub) {
+		cmd += " " + shellQuote(kv)
 	}
-	cmd += "./" + remote + " --stdio"
+	cmd += " ./" + remote + " --stdio"
 	sess, err := c.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %s: a session: %w", where, err)
@@ -236,10 +243,15 @@ func start(ctx context.Context, c *ssh.Client, s Settings, agentPart []byte, whe
 		sess.Close()
 		return nil, fmt.Errorf("ssh: %s: starting the agent: %w", where, err)
 	}
+	rest, err := streamStart(ctx, stdout, mark, where)
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
 	stop := make(chan struct{})
 	go keepalive(c, time.Duration(max(s.KeepaliveMs, 100))*time.Millisecond, s.KeepaliveMs, stop)
 	return &remoteexec.Session{
-		Stream: pluginapi.Pipes(io.NopCloser(stdout), stdin),
+		Stream: pluginapi.Pipes(io.NopCloser(io.MultiReader(bytes.NewReader(rest), stdout)), stdin),
 		Cleanup: func(ctx context.Context) error {
 			close(stop)
 			done := make(chan error, 1)
@@ -254,6 +266,37 @@ func start(ctx context.Context, c *ssh.Client, s Settings, agentPart []byte, whe
 		},
 		Where: where,
 	}, nil
+}
+
+// streamStart reads the agent's session up to its marker, logging what
+// came before, and returns what it read past it: the first bytes of the
+// agent's stream. It gives up after dialTimeout, or when ctx ends.
+func streamStart(ctx context.Context, stdout io.Reader, mark []byte, where string) ([]byte, error) {
+	type read struct {
+		before, after []byte
+		total         int64
+		err           error
+	}
+	done := make(chan read, 1)
+	go func() {
+		var r read
+		r.before, r.total, r.after, r.err = readPast(stdout, mark)
+		done <- r
+	}()
+	timer := time.NewTimer(dialTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		logBefore(where, "the agent's stream", r.before, r.total)
+		if r.err != nil {
+			return nil, fmt.Errorf("ssh: %s: starting the agent: %w", where, r.err)
+		}
+		return r.after, nil
+	case <-timer.C:
+		return nil, fmt.Errorf("ssh: %s: starting the agent: no marker of its stream within %s", where, dialTimeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ssh: %s: starting the agent: %w", where, ctx.Err())
+	}
 }
 
 // keepalive sends keepalive requests every interval (5 s when the
@@ -302,15 +345,22 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// output runs cmd in a session of its own and returns its stdout.
-func output(c *ssh.Client, cmd string) (string, error) {
+// output runs cmd in a session of its own and returns its stdout from its
+// marker on; what the login printed before it is logged.
+func output(c *ssh.Client, cmd, where string) (string, error) {
 	s, err := c.NewSession()
 	if err != nil {
 		return "", err
 	}
 	defer s.Close()
-	out, err := s.Output(cmd)
-	return string(out), err
+	mark, printMark := marker()
+	out, err := s.Output(printMark + " && " + cmd)
+	before, total, after, merr := readPast(bytes.NewReader(out), mark)
+	logBefore(where, "the answer to "+strconv.Quote(cmd), before, total)
+	if merr != nil && err == nil {
+		err = merr
+	}
+	return string(after), err
 }
 
 // localAgent is the agent binary to upload for goarch, and its SHA-256.
@@ -343,7 +393,7 @@ func localAgent(path, goarch string) (string, string, error) {
 // afterwards: a target whose copy differs gets this one.
 func upload(c *ssh.Client, local, remote, sum, where string) error {
 	check := hashCommand(remote)
-	out, _ := output(c, check)
+	out, _ := output(c, check, where)
 	if strings.HasPrefix(out, sum) {
 		return nil
 	}
@@ -369,7 +419,7 @@ func upload(c *ssh.Client, local, remote, sum, where string) error {
 		" && chmod 700 " + shellQuote(tmp) + " && mv -f " + shellQuote(tmp) + " " + shellQuote(remote)); err != nil {
 		return fmt.Errorf("ssh: %s: uploading the agent to ~/%s: %v: %s", where, remote, err, strings.TrimSpace(stderr.String()))
 	}
-	if out, err := output(c, check); err != nil || !strings.HasPrefix(out, sum) {
+	if out, err := output(c, check, where); err != nil || !strings.HasPrefix(out, sum) {
 		return fmt.Errorf("ssh: %s: the agent uploaded to ~/%s does not have its SHA-256 (%s): %q %v", where, remote, sum, strings.TrimSpace(out), err)
 	}
 	return nil
@@ -392,13 +442,26 @@ func hashCommand(file string) string {
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// prefixed writes the agent's stderr to this process's, naming where.
+// logOutput is where the plugin logs: its stderr, which go-plugin passes
+// to the host's log. logf writes to it.
+var (
+	logMu     sync.Mutex
+	logOutput io.Writer = os.Stderr
+)
+
+func logf(format string, args ...any) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	fmt.Fprintf(logOutput, format, args...)
+}
+
+// prefixed writes the agent's stderr to the log, naming where.
 type prefixed struct{ where string }
 
 func (p prefixed) Write(b []byte) (int, error) {
 	for _, line := range strings.SplitAfter(string(b), "\n") {
 		if line != "" {
-			fmt.Fprintf(os.Stderr, "%s: %s", p.where, line)
+			logf("%s: %s", p.where, line)
 		}
 	}
 	return len(b), nil
