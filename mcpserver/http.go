@@ -31,6 +31,7 @@ const (
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultIdleTimeout       = 10 * time.Minute
 	DefaultJobGrace          = time.Minute
+	DefaultCallsPerSession   = 4
 )
 
 // HTTPSchema is the JSON Schema of the settings file's mcp section: what
@@ -45,7 +46,8 @@ const HTTPSchema = `{
     "maxJobsPerSession": {"type": "integer", "minimum": 1, "default": 16, "description": "running background jobs of one session"},
     "maxBodyBytes": {"type": "integer", "minimum": 1024, "default": 1048576, "description": "size of one request body"},
     "idleTimeoutMs": {"type": "integer", "minimum": 1, "default": 600000, "description": "a session without a request this long is closed (a client that died)"},
-    "jobGraceMs": {"type": "integer", "minimum": 0, "default": 60000, "description": "how long a closed session's background jobs live on before they are killed"}
+    "jobGraceMs": {"type": "integer", "minimum": 0, "default": 60000, "description": "how long a closed session's background jobs live on before they are killed"},
+    "maxCallsPerSession": {"type": "integer", "minimum": 1, "default": 4, "description": "foreground bash calls of one session at once"}
   }
 }`
 
@@ -58,6 +60,8 @@ type HTTPSettings struct {
 	MaxBodyBytes      int64  `json:"maxBodyBytes,omitempty"`
 	IdleTimeoutMs     int64  `json:"idleTimeoutMs,omitempty"`
 	JobGraceMs        *int64 `json:"jobGraceMs,omitempty"`
+
+	MaxCallsPerSession int `json:"maxCallsPerSession,omitempty"`
 }
 
 // HTTPOptions are a streamable HTTP server's credentials and limits.
@@ -77,6 +81,9 @@ type HTTPOptions struct {
 	// JobGrace kills them at once.
 	IdleTimeout time.Duration
 	JobGrace    time.Duration
+	// MaxCallsPerSession bounds a session's foreground bash calls at
+	// once; zero: the default.
+	MaxCallsPerSession int
 }
 
 // HTTPOptionsFrom reads the mcp section (JSON, as SettingsFile.Section
@@ -92,6 +99,7 @@ func HTTPOptionsFrom(raw []byte, readFile func(string) ([]byte, error), lookupEn
 	o := HTTPOptions{
 		MaxSessions: s.MaxSessions, MaxJobsPerSession: s.MaxJobsPerSession,
 		MaxBodyBytes: s.MaxBodyBytes, IdleTimeout: time.Duration(s.IdleTimeoutMs) * time.Millisecond,
+		MaxCallsPerSession: s.MaxCallsPerSession,
 	}
 	if s.JobGraceMs != nil {
 		o.JobGrace = time.Duration(*s.JobGraceMs) * time.Millisecond
@@ -135,6 +143,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	if o.JobGrace == 0 {
 		o.JobGrace = DefaultJobGrace
 	}
+	if o.MaxCallsPerSession <= 0 {
+		o.MaxCallsPerSession = DefaultCallsPerSession
+	}
 	return o
 }
 
@@ -160,6 +171,7 @@ type HTTP struct {
 
 	mu      sync.Mutex
 	watched map[*mcp.ServerSession]bool
+	posts   map[string]*posts      // the requests of watched sessions, by ID
 	graces  map[string]*time.Timer // closed sessions whose jobs wait to be killed
 	closed  bool
 }
@@ -171,11 +183,12 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 	hopts = hopts.withDefaults()
 	opts.MaxRunningJobs = hopts.MaxJobsPerSession
 	opts.MaxAllRunningJobs = hopts.MaxSessions * hopts.MaxJobsPerSession
+	opts.MaxRunningCalls = hopts.MaxCallsPerSession
 	t, err := New(ctx, r, opts)
 	if err != nil {
 		return nil, err
 	}
-	h := &HTTP{tools: t, opts: hopts, watched: map[*mcp.ServerSession]bool{}, graces: map[string]*time.Timer{}}
+	h := &HTTP{tools: t, opts: hopts, watched: map[*mcp.ServerSession]bool{}, posts: map[string]*posts{}, graces: map[string]*time.Timer{}}
 	h.server = mcp.NewServer(impl, &mcp.ServerOptions{SupportedProtocolVersions: sessionfulVersions()})
 	// Every session is watched from its first request (a client may call
 	// tools without ever sending notifications/initialized).
@@ -199,7 +212,7 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 	origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused", http.StatusForbidden)
 	}))
-	var handler http.Handler = h.limitSessions(sdk)
+	var handler http.Handler = h.limitSessions(h.followCalls(sdk))
 	handler = origins.Handler(handler)
 	if hopts.Token != "" {
 		handler = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
@@ -263,6 +276,45 @@ func refuse(w http.ResponseWriter, r *http.Request, maxBody int64, why string) {
 	_, _ = w.Write(resp)
 }
 
+// posts are the POST requests of a session in flight. Once none is, for
+// IdleTimeout (as the SDK counts a session idle), idle aborts the
+// session's foreground calls: their client is gone, and the SDK's close
+// of the session waits for them to end.
+type posts struct {
+	n    int
+	idle *time.Timer
+}
+
+// followCalls follows the requests of the watched sessions: their POSTs,
+// which carry the calls (see posts), and their DELETE, which ends the
+// session and aborts its calls first (the SDK's close waits for them).
+func (h *HTTP) followCalls(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		h.mu.Lock()
+		p := h.posts[id]
+		if p != nil && r.Method == http.MethodPost {
+			p.n++
+			p.idle.Stop()
+		}
+		h.mu.Unlock()
+		switch {
+		case p == nil:
+		case r.Method == http.MethodDelete:
+			h.tools.abortCalls(id)
+		case r.Method == http.MethodPost:
+			defer func() {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				if p.n--; p.n == 0 {
+					p.idle.Reset(h.opts.IdleTimeout)
+				}
+			}()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // watchOnce watches ss, once.
 func (h *HTTP) watchOnce(ss *mcp.ServerSession) {
 	h.mu.Lock()
@@ -271,6 +323,10 @@ func (h *HTTP) watchOnce(ss *mcp.ServerSession) {
 		return
 	}
 	h.watched[ss] = true
+	id := ss.ID()
+	p := &posts{idle: time.AfterFunc(h.opts.IdleTimeout, func() { h.tools.abortCalls(id) })}
+	p.idle.Stop() // until its first POST ends
+	h.posts[id] = p
 	go h.watch(ss)
 }
 
@@ -283,6 +339,8 @@ func (h *HTTP) watch(ss *mcp.ServerSession) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.watched, ss)
+	h.posts[owner].idle.Stop()
+	delete(h.posts, owner)
 	if h.closed {
 		return
 	}
@@ -339,6 +397,9 @@ func (h *HTTP) Close() {
 		t.Stop()
 	}
 	h.graces = nil
+	for _, p := range h.posts {
+		p.idle.Stop()
+	}
 	h.mu.Unlock()
 	h.stopNotices()
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -71,5 +72,39 @@ func TestIsLoopback(t *testing.T) {
 		if got := IsLoopback(addr); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// A session's foreground calls are bounded; abort cancels its calls (with
+// the cause) and no other session's; an ended call frees its place.
+func TestRunningCallsBoundAndAbort(t *testing.T) {
+	c := newRunningCalls(2)
+	ctx1, end1, _, ok1 := c.begin(context.Background(), "a")
+	_, end2, _, ok2 := c.begin(context.Background(), "a")
+	_, _, n, ok3 := c.begin(context.Background(), "a")
+	if !ok1 || !ok2 || ok3 || n != 2 {
+		t.Fatalf("three calls with a bound of 2: %v %v %v (%d running)", ok1, ok2, ok3, n)
+	}
+	ctxB, endB, _, okB := c.begin(context.Background(), "b")
+	if !okB {
+		t.Fatal("another session's call is refused")
+	}
+	c.abort("a")
+	if !errors.Is(context.Cause(ctx1), errClientGone) {
+		t.Errorf("an aborted call's cause: %v", context.Cause(ctx1))
+	}
+	if ctxB.Err() != nil {
+		t.Error("aborting a session's calls cancelled another session's")
+	}
+	end1()
+	if _, end, _, ok := c.begin(context.Background(), "a"); !ok {
+		t.Error("an ended call did not free its place")
+	} else {
+		end()
+	}
+	end2()
+	endB()
+	if len(c.by) != 0 {
+		t.Errorf("calls left after every end: %v", c.by)
 	}
 }
