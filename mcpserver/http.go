@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -14,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -32,6 +33,9 @@ const (
 	DefaultIdleTimeout       = 10 * time.Minute
 	DefaultJobGrace          = time.Minute
 	DefaultCallsPerSession   = 4
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultMaxConnections    = 1024
+	DefaultMaxConnsPerAddr   = 256
 )
 
 // HTTPSchema is the JSON Schema of the settings file's mcp section: what
@@ -47,7 +51,10 @@ const HTTPSchema = `{
     "maxBodyBytes": {"type": "integer", "minimum": 1024, "default": 1048576, "description": "size of one request body"},
     "idleTimeoutMs": {"type": "integer", "minimum": 1, "default": 600000, "description": "a session without a request this long is closed (a client that died)"},
     "jobGraceMs": {"type": "integer", "minimum": 0, "default": 60000, "description": "how long a closed session's background jobs live on before they are killed"},
-    "maxCallsPerSession": {"type": "integer", "minimum": 1, "default": 4, "description": "foreground bash calls of one session at once"}
+    "maxCallsPerSession": {"type": "integer", "minimum": 1, "default": 4, "description": "foreground bash calls of one session at once"},
+    "readTimeoutMs": {"type": "integer", "minimum": 1, "default": 30000, "description": "how long a request's headers, and then its body, may take to arrive, and how long a connection may wait idle for its next request"},
+    "maxConnections": {"type": "integer", "minimum": 1, "default": 1024, "description": "open connections at once (at most half the process's file descriptor limit)"},
+    "maxConnectionsPerAddress": {"type": "integer", "minimum": 1, "default": 256, "description": "open connections of one remote IP address at once"}
   }
 }`
 
@@ -61,7 +68,10 @@ type HTTPSettings struct {
 	IdleTimeoutMs     int64  `json:"idleTimeoutMs,omitempty"`
 	JobGraceMs        *int64 `json:"jobGraceMs,omitempty"`
 
-	MaxCallsPerSession int `json:"maxCallsPerSession,omitempty"`
+	MaxCallsPerSession       int   `json:"maxCallsPerSession,omitempty"`
+	ReadTimeoutMs            int64 `json:"readTimeoutMs,omitempty"`
+	MaxConnections           int   `json:"maxConnections,omitempty"`
+	MaxConnectionsPerAddress int   `json:"maxConnectionsPerAddress,omitempty"`
 }
 
 // HTTPOptions are a streamable HTTP server's credentials and limits.
@@ -84,6 +94,15 @@ type HTTPOptions struct {
 	// MaxCallsPerSession bounds a session's foreground bash calls at
 	// once; zero: the default.
 	MaxCallsPerSession int
+	// ReadTimeout bounds the arrival of a request's headers, then of its
+	// body, and a connection's wait for its next request; zero: the
+	// default.
+	ReadTimeout time.Duration
+	// MaxConnections and MaxConnectionsPerAddress bound the open
+	// connections, all together (never more than half the process's file
+	// descriptor limit) and of one remote IP address; zero: the defaults.
+	MaxConnections           int
+	MaxConnectionsPerAddress int
 }
 
 // HTTPOptionsFrom reads the mcp section (JSON, as SettingsFile.Section
@@ -99,7 +118,8 @@ func HTTPOptionsFrom(raw []byte, readFile func(string) ([]byte, error), lookupEn
 	o := HTTPOptions{
 		MaxSessions: s.MaxSessions, MaxJobsPerSession: s.MaxJobsPerSession,
 		MaxBodyBytes: s.MaxBodyBytes, IdleTimeout: time.Duration(s.IdleTimeoutMs) * time.Millisecond,
-		MaxCallsPerSession: s.MaxCallsPerSession,
+		MaxCallsPerSession: s.MaxCallsPerSession, ReadTimeout: time.Duration(s.ReadTimeoutMs) * time.Millisecond,
+		MaxConnections: s.MaxConnections, MaxConnectionsPerAddress: s.MaxConnectionsPerAddress,
 	}
 	if s.JobGraceMs != nil {
 		o.JobGrace = time.Duration(*s.JobGraceMs) * time.Millisecond
@@ -145,6 +165,15 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	}
 	if o.MaxCallsPerSession <= 0 {
 		o.MaxCallsPerSession = DefaultCallsPerSession
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxConnectionsPerAddress <= 0 {
+		o.MaxConnectionsPerAddress = DefaultMaxConnsPerAddr
 	}
 	return o
 }
@@ -209,13 +238,12 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 	// A browser's cross-origin request is refused: the server answers no
 	// preflight, and trusts no origin but its own.
 	origins := http.NewCrossOriginProtection()
-	origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused", http.StatusForbidden)
-	}))
+	origins.SetDenyHandler(http.HandlerFunc(refuseOrigin))
 	var handler http.Handler = h.limitSessions(h.followCalls(sdk))
+	handler = h.readBody(handler)
 	handler = origins.Handler(handler)
 	if hopts.Token != "" {
-		handler = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
+		handler = h.requireToken(handler)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, handler)
@@ -226,16 +254,67 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 // ServeHTTP serves a request.
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
 
-// verify takes the configured token, compared in constant time.
-func (h *HTTP) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	if subtle.ConstantTimeCompare([]byte(token), []byte(h.opts.Token)) != 1 {
-		return nil, auth.ErrInvalidToken
-	}
-	return &auth.TokenInfo{}, nil
+// requireToken serves only a request that carries the token (compared in
+// constant time). Any other gets 401 with the challenge of RFC 6750, and
+// its connection closes: a client without the token holds no connection.
+func (h *HTTP) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		challenge := `Bearer realm="dsh-host"`
+		switch {
+		case !strings.EqualFold(scheme, "Bearer") || token == "":
+			// No credentials: the challenge alone (RFC 6750, section 3.1).
+		case subtle.ConstantTimeCompare([]byte(token), []byte(h.opts.Token)) == 1:
+			next.ServeHTTP(w, r)
+			return
+		default:
+			challenge += `, error="invalid_token", error_description="the token is not this server's"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		w.Header().Set("Connection", "close")
+		http.Error(w, "dsh-host: this server needs its bearer token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+	})
+}
+
+// refuseOrigin answers a cross-origin request with 403.
+func refuseOrigin(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused", http.StatusForbidden)
+}
+
+// readBody reads a request's body, at most MaxBodyBytes, within
+// ReadTimeout, before anything serves it: a client that sends its body
+// slowly, or never, holds its own connection and nothing else (no lock
+// is held while a body arrives). Past the deadline, the answer is 408 and
+// the connection closes.
+func (h *HTTP) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(h.opts.ReadTimeout))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			http.Error(w, fmt.Sprintf("dsh-host: a request body is at most %d bytes (mcp.maxBodyBytes)", tooLarge.Limit), http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("dsh-host: the request's body did not arrive within %s (mcp.readTimeoutMs)", h.opts.ReadTimeout), http.StatusRequestTimeout)
+			return
+		}
+		// The response may stream for long: no read deadline for it.
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // limitSessions refuses a request that would open a session past
-// MaxSessions, saying so.
+// MaxSessions, saying so. The body was read before (readBody): the lock
+// is held while the session opens, never while a client sends.
 func (h *HTTP) limitSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
@@ -360,9 +439,18 @@ const ShutdownGrace = 5 * time.Second
 // close, requests in flight get ShutdownGrace, and the connections close.
 // It returns nil after a shutdown, and the error that stopped it
 // otherwise. The runtime's Close, after it, kills every job.
+//
+// A connection must send each request's headers within ReadTimeout, and
+// is closed after ReadTimeout idle; the open connections are bounded, per
+// remote address and in all.
 func (h *HTTP) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: h.opts.ReadTimeout,
+		IdleTimeout:       h.opts.ReadTimeout,
+	}
 	srv.RegisterOnShutdown(h.CloseSessions)
+	ln = netutil.LimitListener(limitPerAddress(ln, h.opts.MaxConnectionsPerAddress), connectionLimit(h.opts.MaxConnections))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

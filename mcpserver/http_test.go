@@ -75,6 +75,23 @@ func TestIsLoopback(t *testing.T) {
 	}
 }
 
+// The new limits take their defaults, or the values given.
+func TestHTTPOptionsConnectionLimits(t *testing.T) {
+	o, _ := HTTPOptionsFrom(nil, os.ReadFile, os.LookupEnv)
+	d := o.withDefaults()
+	if d.MaxCallsPerSession != DefaultCallsPerSession || d.ReadTimeout != DefaultReadTimeout ||
+		d.MaxConnections != DefaultMaxConnections || d.MaxConnectionsPerAddress != DefaultMaxConnsPerAddr {
+		t.Errorf("defaults: %+v", d)
+	}
+	o, err := HTTPOptionsFrom([]byte(`{"maxCallsPerSession": 2, "readTimeoutMs": 1500, "maxConnections": 10, "maxConnectionsPerAddress": 3}`), os.ReadFile, os.LookupEnv)
+	if err != nil || o.MaxCallsPerSession != 2 || o.ReadTimeout != 1500*time.Millisecond || o.MaxConnections != 10 || o.MaxConnectionsPerAddress != 3 {
+		t.Errorf("given: %+v, %v", o, err)
+	}
+	if n := descriptorLimit(); n > 0 && connectionLimit(1<<20) > n/2 {
+		t.Errorf("connections bounded at %d, with %d file descriptors: want at most half", connectionLimit(1<<20), n)
+	}
+}
+
 // A session's foreground calls are bounded; abort cancels its calls (with
 // the cause) and no other session's; an ended call frees its place.
 func TestRunningCallsBoundAndAbort(t *testing.T) {
