@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -54,7 +56,16 @@ const HTTPSchema = `{
     "maxCallsPerSession": {"type": "integer", "minimum": 1, "default": 4, "description": "foreground bash calls of one session at once"},
     "readTimeoutMs": {"type": "integer", "minimum": 1, "default": 30000, "description": "how long a request's headers, and then its body, may take to arrive, and how long a connection may wait idle for its next request"},
     "maxConnections": {"type": "integer", "minimum": 1, "default": 1024, "description": "open connections at once (at most half the process's file descriptor limit)"},
-    "maxConnectionsPerAddress": {"type": "integer", "minimum": 1, "default": 256, "description": "open connections of one remote IP address at once"}
+    "maxConnectionsPerAddress": {"type": "integer", "minimum": 1, "default": 256, "description": "open connections of one remote IP address at once"},
+    "tls": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": ["certFile", "keyFile"],
+      "properties": {
+        "certFile": {"type": "string", "description": "the server's certificate chain (PEM)"},
+        "keyFile": {"type": "string", "description": "its private key (PEM)"}
+      }
+    }
   }
 }`
 
@@ -68,10 +79,17 @@ type HTTPSettings struct {
 	IdleTimeoutMs     int64  `json:"idleTimeoutMs,omitempty"`
 	JobGraceMs        *int64 `json:"jobGraceMs,omitempty"`
 
-	MaxCallsPerSession       int   `json:"maxCallsPerSession,omitempty"`
-	ReadTimeoutMs            int64 `json:"readTimeoutMs,omitempty"`
-	MaxConnections           int   `json:"maxConnections,omitempty"`
-	MaxConnectionsPerAddress int   `json:"maxConnectionsPerAddress,omitempty"`
+	MaxCallsPerSession       int          `json:"maxCallsPerSession,omitempty"`
+	ReadTimeoutMs            int64        `json:"readTimeoutMs,omitempty"`
+	MaxConnections           int          `json:"maxConnections,omitempty"`
+	MaxConnectionsPerAddress int          `json:"maxConnectionsPerAddress,omitempty"`
+	TLS                      *TLSSettings `json:"tls,omitempty"`
+}
+
+// TLSSettings name the files of the certificate served over TLS.
+type TLSSettings struct {
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
 }
 
 // HTTPOptions are a streamable HTTP server's credentials and limits.
@@ -103,6 +121,9 @@ type HTTPOptions struct {
 	// descriptor limit) and of one remote IP address; zero: the defaults.
 	MaxConnections           int
 	MaxConnectionsPerAddress int
+	// TLS, when set, is served (its certificate from the settings'
+	// mcp.tls); nil: plain HTTP.
+	TLS *tls.Config
 }
 
 // HTTPOptionsFrom reads the mcp section (JSON, as SettingsFile.Section
@@ -120,6 +141,24 @@ func HTTPOptionsFrom(raw []byte, readFile func(string) ([]byte, error), lookupEn
 		MaxBodyBytes: s.MaxBodyBytes, IdleTimeout: time.Duration(s.IdleTimeoutMs) * time.Millisecond,
 		MaxCallsPerSession: s.MaxCallsPerSession, ReadTimeout: time.Duration(s.ReadTimeoutMs) * time.Millisecond,
 		MaxConnections: s.MaxConnections, MaxConnectionsPerAddress: s.MaxConnectionsPerAddress,
+	}
+	if s.TLS != nil {
+		if s.TLS.CertFile == "" || s.TLS.KeyFile == "" {
+			return HTTPOptions{}, errors.New("mcp.tls: give certFile and keyFile")
+		}
+		cert, err := readFile(s.TLS.CertFile)
+		if err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp.tls.certFile: %w", err)
+		}
+		key, err := readFile(s.TLS.KeyFile)
+		if err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp.tls.keyFile: %w", err)
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp.tls: %s and %s: %w", s.TLS.CertFile, s.TLS.KeyFile, err)
+		}
+		o.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
 	if s.JobGraceMs != nil {
 		o.JobGrace = time.Duration(*s.JobGraceMs) * time.Millisecond
@@ -242,6 +281,7 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 	var handler http.Handler = h.limitSessions(h.followCalls(sdk))
 	handler = h.readBody(handler)
 	handler = origins.Handler(handler)
+	handler = sameOrigin(handler)
 	if hopts.Token != "" {
 		handler = h.requireToken(handler)
 	}
@@ -273,6 +313,23 @@ func (h *HTTP) requireToken(next http.Handler) http.Handler {
 		w.Header().Set("WWW-Authenticate", challenge)
 		w.Header().Set("Connection", "close")
 		http.Error(w, "dsh-host: this server needs its bearer token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+	})
+}
+
+// sameOrigin refuses a request whose Origin is not the server's own, for
+// every method: http.CrossOriginProtection lets GET through, and the MCP
+// specification wants 403 for any request with a foreign Origin (a GET
+// opens the session's stream).
+func sameOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" {
+			u, err := url.Parse(origin)
+			if err != nil || u.Host != r.Host {
+				refuseOrigin(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -440,19 +497,26 @@ const ShutdownGrace = 5 * time.Second
 // It returns nil after a shutdown, and the error that stopped it
 // otherwise. The runtime's Close, after it, kills every job.
 //
-// A connection must send each request's headers within ReadTimeout, and
-// is closed after ReadTimeout idle; the open connections are bounded, per
-// remote address and in all.
+// A connection must send each request's headers within ReadTimeout (and
+// its TLS handshake, when TLS is served), and is closed after ReadTimeout
+// idle; the open connections are bounded, per remote address and in all.
 func (h *HTTP) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: h.opts.ReadTimeout,
 		IdleTimeout:       h.opts.ReadTimeout,
+		TLSConfig:         h.opts.TLS,
 	}
 	srv.RegisterOnShutdown(h.CloseSessions)
 	ln = netutil.LimitListener(limitPerAddress(ln, h.opts.MaxConnectionsPerAddress), connectionLimit(h.opts.MaxConnections))
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if h.opts.TLS != nil {
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-served:
 		return err
