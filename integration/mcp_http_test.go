@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,9 +27,12 @@ type httpServer struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process was waited for
 	code int
+
+	mu     sync.Mutex
+	stderr []string // its lines so far
 }
 
-var urlLine = regexp.MustCompile(`url=(http://\S+)`)
+var urlLine = regexp.MustCompile(`url=(https?://\S+)`)
 
 // startHTTPServer starts `dsh-host mcp --http 127.0.0.1:0` tagged tag,
 // with settings (YAML; "" for none), and waits for the URL it serves. The
@@ -49,7 +53,15 @@ func startHTTPServer(t *testing.T, tag, settings string, env ...string) *httpSer
 // startHTTPServerArgs is startHTTPServer with the flags of mcp.
 func startHTTPServerArgs(t *testing.T, tag string, args []string, env ...string) *httpServer {
 	t.Helper()
-	cmd := exec.Command(bins.host, append([]string{"mcp", "--http", "127.0.0.1:0"}, args...)...)
+	return startHTTPServerAt(t, tag, "127.0.0.1:0", nil, args, env...)
+}
+
+// startHTTPServerAt is startHTTPServerArgs at addr, its command line
+// after prefix (a shell that lowers a limit first, for one).
+func startHTTPServerAt(t *testing.T, tag, addr string, prefix, args []string, env ...string) *httpServer {
+	t.Helper()
+	argv := append(append(slices.Clone(prefix), bins.host, "mcp", "--http", addr), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), tagVar+"="+tag), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -63,6 +75,9 @@ func startHTTPServerArgs(t *testing.T, tag string, args []string, env ...string)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			s.mu.Lock()
+			s.stderr = append(s.stderr, sc.Text())
+			s.mu.Unlock()
 			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case found <- m[1]:
@@ -83,6 +98,13 @@ func startHTTPServerArgs(t *testing.T, tag string, args []string, env ...string)
 		t.Fatal("dsh-host mcp --http named no URL within 30s")
 	}
 	return s
+}
+
+// log is what the server wrote on stderr so far.
+func (s *httpServer) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.stderr, "\n")
 }
 
 // stop sends SIGTERM and waits for the server to exit.

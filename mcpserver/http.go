@@ -1,21 +1,24 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -31,6 +34,10 @@ const (
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultIdleTimeout       = 10 * time.Minute
 	DefaultJobGrace          = time.Minute
+	DefaultCallsPerSession   = 4
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultMaxConnections    = 1024
+	DefaultMaxConnsPerAddr   = 256
 )
 
 // HTTPSchema is the JSON Schema of the settings file's mcp section: what
@@ -45,7 +52,20 @@ const HTTPSchema = `{
     "maxJobsPerSession": {"type": "integer", "minimum": 1, "default": 16, "description": "running background jobs of one session"},
     "maxBodyBytes": {"type": "integer", "minimum": 1024, "default": 1048576, "description": "size of one request body"},
     "idleTimeoutMs": {"type": "integer", "minimum": 1, "default": 600000, "description": "a session without a request this long is closed (a client that died)"},
-    "jobGraceMs": {"type": "integer", "minimum": 0, "default": 60000, "description": "how long a closed session's background jobs live on before they are killed"}
+    "jobGraceMs": {"type": "integer", "minimum": 0, "default": 60000, "description": "how long a closed session's background jobs live on before they are killed"},
+    "maxCallsPerSession": {"type": "integer", "minimum": 1, "default": 4, "description": "foreground bash calls of one session at once"},
+    "readTimeoutMs": {"type": "integer", "minimum": 1, "default": 30000, "description": "how long a request's headers, and then its body, may take to arrive, and how long a connection may wait idle for its next request"},
+    "maxConnections": {"type": "integer", "minimum": 1, "default": 1024, "description": "open connections at once (at most half the process's file descriptor limit)"},
+    "maxConnectionsPerAddress": {"type": "integer", "minimum": 1, "default": 256, "description": "open connections of one remote IP address at once"},
+    "tls": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": ["certFile", "keyFile"],
+      "properties": {
+        "certFile": {"type": "string", "description": "the server's certificate chain (PEM)"},
+        "keyFile": {"type": "string", "description": "its private key (PEM)"}
+      }
+    }
   }
 }`
 
@@ -58,6 +78,18 @@ type HTTPSettings struct {
 	MaxBodyBytes      int64  `json:"maxBodyBytes,omitempty"`
 	IdleTimeoutMs     int64  `json:"idleTimeoutMs,omitempty"`
 	JobGraceMs        *int64 `json:"jobGraceMs,omitempty"`
+
+	MaxCallsPerSession       int          `json:"maxCallsPerSession,omitempty"`
+	ReadTimeoutMs            int64        `json:"readTimeoutMs,omitempty"`
+	MaxConnections           int          `json:"maxConnections,omitempty"`
+	MaxConnectionsPerAddress int          `json:"maxConnectionsPerAddress,omitempty"`
+	TLS                      *TLSSettings `json:"tls,omitempty"`
+}
+
+// TLSSettings name the files of the certificate served over TLS.
+type TLSSettings struct {
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
 }
 
 // HTTPOptions are a streamable HTTP server's credentials and limits.
@@ -77,6 +109,21 @@ type HTTPOptions struct {
 	// JobGrace kills them at once.
 	IdleTimeout time.Duration
 	JobGrace    time.Duration
+	// MaxCallsPerSession bounds a session's foreground bash calls at
+	// once; zero: the default.
+	MaxCallsPerSession int
+	// ReadTimeout bounds the arrival of a request's headers, then of its
+	// body, and a connection's wait for its next request; zero: the
+	// default.
+	ReadTimeout time.Duration
+	// MaxConnections and MaxConnectionsPerAddress bound the open
+	// connections, all together (never more than half the process's file
+	// descriptor limit) and of one remote IP address; zero: the defaults.
+	MaxConnections           int
+	MaxConnectionsPerAddress int
+	// TLS, when set, is served (its certificate from the settings'
+	// mcp.tls); nil: plain HTTP.
+	TLS *tls.Config
 }
 
 // HTTPOptionsFrom reads the mcp section (JSON, as SettingsFile.Section
@@ -92,6 +139,26 @@ func HTTPOptionsFrom(raw []byte, readFile func(string) ([]byte, error), lookupEn
 	o := HTTPOptions{
 		MaxSessions: s.MaxSessions, MaxJobsPerSession: s.MaxJobsPerSession,
 		MaxBodyBytes: s.MaxBodyBytes, IdleTimeout: time.Duration(s.IdleTimeoutMs) * time.Millisecond,
+		MaxCallsPerSession: s.MaxCallsPerSession, ReadTimeout: time.Duration(s.ReadTimeoutMs) * time.Millisecond,
+		MaxConnections: s.MaxConnections, MaxConnectionsPerAddress: s.MaxConnectionsPerAddress,
+	}
+	if s.TLS != nil {
+		if s.TLS.CertFile == "" || s.TLS.KeyFile == "" {
+			return HTTPOptions{}, errors.New("mcp.tls: give certFile and keyFile")
+		}
+		cert, err := readFile(s.TLS.CertFile)
+		if err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp.tls.certFile: %w", err)
+		}
+		key, err := readFile(s.TLS.KeyFile)
+		if err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp.tls.keyFile: %w", err)
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			return HTTPOptions{}, fmt.Errorf("mcp.tls: %s and %s: %w", s.TLS.CertFile, s.TLS.KeyFile, err)
+		}
+		o.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
 	if s.JobGraceMs != nil {
 		o.JobGrace = time.Duration(*s.JobGraceMs) * time.Millisecond
@@ -135,6 +202,18 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	if o.JobGrace == 0 {
 		o.JobGrace = DefaultJobGrace
 	}
+	if o.MaxCallsPerSession <= 0 {
+		o.MaxCallsPerSession = DefaultCallsPerSession
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxConnectionsPerAddress <= 0 {
+		o.MaxConnectionsPerAddress = DefaultMaxConnsPerAddr
+	}
 	return o
 }
 
@@ -160,6 +239,7 @@ type HTTP struct {
 
 	mu      sync.Mutex
 	watched map[*mcp.ServerSession]bool
+	posts   map[string]*posts      // the requests of watched sessions, by ID
 	graces  map[string]*time.Timer // closed sessions whose jobs wait to be killed
 	closed  bool
 }
@@ -171,11 +251,12 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 	hopts = hopts.withDefaults()
 	opts.MaxRunningJobs = hopts.MaxJobsPerSession
 	opts.MaxAllRunningJobs = hopts.MaxSessions * hopts.MaxJobsPerSession
+	opts.MaxRunningCalls = hopts.MaxCallsPerSession
 	t, err := New(ctx, r, opts)
 	if err != nil {
 		return nil, err
 	}
-	h := &HTTP{tools: t, opts: hopts, watched: map[*mcp.ServerSession]bool{}, graces: map[string]*time.Timer{}}
+	h := &HTTP{tools: t, opts: hopts, watched: map[*mcp.ServerSession]bool{}, posts: map[string]*posts{}, graces: map[string]*time.Timer{}}
 	h.server = mcp.NewServer(impl, &mcp.ServerOptions{SupportedProtocolVersions: sessionfulVersions()})
 	// Every session is watched from its first request (a client may call
 	// tools without ever sending notifications/initialized).
@@ -196,13 +277,13 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 	// A browser's cross-origin request is refused: the server answers no
 	// preflight, and trusts no origin but its own.
 	origins := http.NewCrossOriginProtection()
-	origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused", http.StatusForbidden)
-	}))
-	var handler http.Handler = h.limitSessions(sdk)
+	origins.SetDenyHandler(http.HandlerFunc(refuseOrigin))
+	var handler http.Handler = h.limitSessions(h.followCalls(sdk))
+	handler = h.readBody(handler)
 	handler = origins.Handler(handler)
+	handler = sameOrigin(handler)
 	if hopts.Token != "" {
-		handler = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(handler)
+		handler = h.requireToken(handler)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(HTTPPath, handler)
@@ -213,16 +294,84 @@ func NewHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, opt
 // ServeHTTP serves a request.
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
 
-// verify takes the configured token, compared in constant time.
-func (h *HTTP) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	if subtle.ConstantTimeCompare([]byte(token), []byte(h.opts.Token)) != 1 {
-		return nil, auth.ErrInvalidToken
-	}
-	return &auth.TokenInfo{}, nil
+// requireToken serves only a request that carries the token (compared in
+// constant time). Any other gets 401 with the challenge of RFC 6750, and
+// its connection closes: a client without the token holds no connection.
+func (h *HTTP) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		challenge := `Bearer realm="dsh-host"`
+		switch {
+		case !strings.EqualFold(scheme, "Bearer") || token == "":
+			// No credentials: the challenge alone (RFC 6750, section 3.1).
+		case subtle.ConstantTimeCompare([]byte(token), []byte(h.opts.Token)) == 1:
+			next.ServeHTTP(w, r)
+			return
+		default:
+			challenge += `, error="invalid_token", error_description="the token is not this server's"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		w.Header().Set("Connection", "close")
+		http.Error(w, "dsh-host: this server needs its bearer token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+	})
+}
+
+// sameOrigin refuses a request whose Origin is not the server's own, for
+// every method: http.CrossOriginProtection lets GET through, and the MCP
+// specification wants 403 for any request with a foreign Origin (a GET
+// opens the session's stream).
+func sameOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" {
+			u, err := url.Parse(origin)
+			if err != nil || u.Host != r.Host {
+				refuseOrigin(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseOrigin answers a cross-origin request with 403.
+func refuseOrigin(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, "dsh-host: a cross-origin request from "+r.Header.Get("Origin")+" is refused", http.StatusForbidden)
+}
+
+// readBody reads a request's body, at most MaxBodyBytes, within
+// ReadTimeout, before anything serves it: a client that sends its body
+// slowly, or never, holds its own connection and nothing else (no lock
+// is held while a body arrives). Past the deadline, the answer is 408 and
+// the connection closes.
+func (h *HTTP) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(h.opts.ReadTimeout))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			http.Error(w, fmt.Sprintf("dsh-host: a request body is at most %d bytes (mcp.maxBodyBytes)", tooLarge.Limit), http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("dsh-host: the request's body did not arrive within %s (mcp.readTimeoutMs)", h.opts.ReadTimeout), http.StatusRequestTimeout)
+			return
+		}
+		// The response may stream for long: no read deadline for it.
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // limitSessions refuses a request that would open a session past
-// MaxSessions, saying so.
+// MaxSessions, saying so. The body was read before (readBody): the lock
+// is held while the session opens, never while a client sends.
 func (h *HTTP) limitSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
@@ -263,6 +412,45 @@ func refuse(w http.ResponseWriter, r *http.Request, maxBody int64, why string) {
 	_, _ = w.Write(resp)
 }
 
+// posts are the POST requests of a session in flight. Once none is, for
+// IdleTimeout (as the SDK counts a session idle), idle aborts the
+// session's foreground calls: their client is gone, and the SDK's close
+// of the session waits for them to end.
+type posts struct {
+	n    int
+	idle *time.Timer
+}
+
+// followCalls follows the requests of the watched sessions: their POSTs,
+// which carry the calls (see posts), and their DELETE, which ends the
+// session and aborts its calls first (the SDK's close waits for them).
+func (h *HTTP) followCalls(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		h.mu.Lock()
+		p := h.posts[id]
+		if p != nil && r.Method == http.MethodPost {
+			p.n++
+			p.idle.Stop()
+		}
+		h.mu.Unlock()
+		switch {
+		case p == nil:
+		case r.Method == http.MethodDelete:
+			h.tools.abortCalls(id)
+		case r.Method == http.MethodPost:
+			defer func() {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				if p.n--; p.n == 0 {
+					p.idle.Reset(h.opts.IdleTimeout)
+				}
+			}()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // watchOnce watches ss, once.
 func (h *HTTP) watchOnce(ss *mcp.ServerSession) {
 	h.mu.Lock()
@@ -271,6 +459,10 @@ func (h *HTTP) watchOnce(ss *mcp.ServerSession) {
 		return
 	}
 	h.watched[ss] = true
+	id := ss.ID()
+	p := &posts{idle: time.AfterFunc(h.opts.IdleTimeout, func() { h.tools.abortCalls(id) })}
+	p.idle.Stop() // until its first POST ends
+	h.posts[id] = p
 	go h.watch(ss)
 }
 
@@ -283,6 +475,8 @@ func (h *HTTP) watch(ss *mcp.ServerSession) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.watched, ss)
+	h.posts[owner].idle.Stop()
+	delete(h.posts, owner)
 	if h.closed {
 		return
 	}
@@ -302,11 +496,27 @@ const ShutdownGrace = 5 * time.Second
 // close, requests in flight get ShutdownGrace, and the connections close.
 // It returns nil after a shutdown, and the error that stopped it
 // otherwise. The runtime's Close, after it, kills every job.
+//
+// A connection must send each request's headers within ReadTimeout (and
+// its TLS handshake, when TLS is served), and is closed after ReadTimeout
+// idle; the open connections are bounded, per remote address and in all.
 func (h *HTTP) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: h.opts.ReadTimeout,
+		IdleTimeout:       h.opts.ReadTimeout,
+		TLSConfig:         h.opts.TLS,
+	}
 	srv.RegisterOnShutdown(h.CloseSessions)
+	ln = netutil.LimitListener(limitPerAddress(ln, h.opts.MaxConnectionsPerAddress), connectionLimit(h.opts.MaxConnections))
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if h.opts.TLS != nil {
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-served:
 		return err
@@ -339,6 +549,9 @@ func (h *HTTP) Close() {
 		t.Stop()
 	}
 	h.graces = nil
+	for _, p := range h.posts {
+		p.idle.Stop()
+	}
 	h.mu.Unlock()
 	h.stopNotices()
 }

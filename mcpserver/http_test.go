@@ -1,7 +1,14 @@
 package mcpserver
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"os"
 	"strings"
 	"testing"
@@ -71,5 +78,104 @@ func TestIsLoopback(t *testing.T) {
 		if got := IsLoopback(addr); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// The new limits take their defaults, or the values given.
+func TestHTTPOptionsConnectionLimits(t *testing.T) {
+	o, _ := HTTPOptionsFrom(nil, os.ReadFile, os.LookupEnv)
+	d := o.withDefaults()
+	if d.MaxCallsPerSession != DefaultCallsPerSession || d.ReadTimeout != DefaultReadTimeout ||
+		d.MaxConnections != DefaultMaxConnections || d.MaxConnectionsPerAddress != DefaultMaxConnsPerAddr || d.TLS != nil {
+		t.Errorf("defaults: %+v", d)
+	}
+	o, err := HTTPOptionsFrom([]byte(`{"maxCallsPerSession": 2, "readTimeoutMs": 1500, "maxConnections": 10, "maxConnectionsPerAddress": 3}`), os.ReadFile, os.LookupEnv)
+	if err != nil || o.MaxCallsPerSession != 2 || o.ReadTimeout != 1500*time.Millisecond || o.MaxConnections != 10 || o.MaxConnectionsPerAddress != 3 {
+		t.Errorf("given: %+v, %v", o, err)
+	}
+	if n := descriptorLimit(); n > 0 && connectionLimit(1<<20) > n/2 {
+		t.Errorf("connections bounded at %d, with %d file descriptors: want at most half", connectionLimit(1<<20), n)
+	}
+}
+
+// mcp.tls names a certificate and its key, both read and checked when
+// the options are made: a missing file, or a key that is not the
+// certificate's, is an error that names the key.
+func TestHTTPOptionsTLS(t *testing.T) {
+	cert, key := testCert(t)
+	_, otherKey := testCert(t)
+	files := map[string][]byte{"/cert": cert, "/key": key, "/other": otherKey}
+	readFile := func(p string) ([]byte, error) {
+		if b, ok := files[p]; ok {
+			return b, nil
+		}
+		return nil, os.ErrNotExist
+	}
+	o, err := HTTPOptionsFrom([]byte(`{"tls": {"certFile": "/cert", "keyFile": "/key"}}`), readFile, os.LookupEnv)
+	if err != nil || o.TLS == nil || len(o.TLS.Certificates) != 1 {
+		t.Fatalf("a certificate and its key: %+v, %v", o.TLS, err)
+	}
+	for raw, want := range map[string]string{
+		`{"tls": {"certFile": "/missing", "keyFile": "/key"}}`:  "mcp.tls.certFile",
+		`{"tls": {"certFile": "/cert", "keyFile": "/missing"}}`: "mcp.tls.keyFile",
+		`{"tls": {"certFile": "/cert", "keyFile": "/other"}}`:   "mcp.tls: /cert and /other",
+		`{"tls": {"certFile": "/cert"}}`:                        "give certFile and keyFile",
+	} {
+		if _, err := HTTPOptionsFrom([]byte(raw), readFile, os.LookupEnv); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error saying %q", raw, err, want)
+		}
+	}
+}
+
+// testCert is a self-signed certificate and its key, in PEM.
+func testCert(t *testing.T) (cert, key []byte) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+}
+
+// A session's foreground calls are bounded; abort cancels its calls (with
+// the cause) and no other session's; an ended call frees its place.
+func TestRunningCallsBoundAndAbort(t *testing.T) {
+	c := newRunningCalls(2)
+	ctx1, end1, _, ok1 := c.begin(context.Background(), "a")
+	_, end2, _, ok2 := c.begin(context.Background(), "a")
+	_, _, n, ok3 := c.begin(context.Background(), "a")
+	if !ok1 || !ok2 || ok3 || n != 2 {
+		t.Fatalf("three calls with a bound of 2: %v %v %v (%d running)", ok1, ok2, ok3, n)
+	}
+	ctxB, endB, _, okB := c.begin(context.Background(), "b")
+	if !okB {
+		t.Fatal("another session's call is refused")
+	}
+	c.abort("a")
+	if !errors.Is(context.Cause(ctx1), errClientGone) {
+		t.Errorf("an aborted call's cause: %v", context.Cause(ctx1))
+	}
+	if ctxB.Err() != nil {
+		t.Error("aborting a session's calls cancelled another session's")
+	}
+	end1()
+	if _, end, _, ok := c.begin(context.Background(), "a"); !ok {
+		t.Error("an ended call did not free its place")
+	} else {
+		end()
+	}
+	end2()
+	endB()
+	if len(c.by) != 0 {
+		t.Errorf("calls left after every end: %v", c.by)
 	}
 }

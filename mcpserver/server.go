@@ -46,6 +46,9 @@ type Options struct {
 	// jobs still run through their grace); zero: no bound.
 	MaxRunningJobs    int
 	MaxAllRunningJobs int
+	// MaxRunningCalls bounds an owner's foreground bash calls at once;
+	// zero: no bound.
+	MaxRunningCalls int
 	// Logger gets what the tools cannot tell a client (a notice dropped);
 	// nil: none.
 	Logger hclog.Logger
@@ -63,7 +66,9 @@ type Tools struct {
 	// starting makes a background start and the count before it one
 	// step: calls run concurrently.
 	starting sync.Mutex
-	logger   hclog.Logger
+	// calls are the foreground bash calls running, by owner.
+	calls  *runningCalls
+	logger hclog.Logger
 }
 
 // New returns the tools over r. It asks r's executor whether it sandboxes,
@@ -74,7 +79,7 @@ func New(ctx context.Context, r *host.Runtime, opts Options) (*Tools, error) {
 		return nil, err
 	}
 	tool.Workdir = opts.Workdir
-	t := &Tools{tool: tool, shell: r.Shell(), jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, maxJobs: opts.MaxRunningJobs, maxAll: opts.MaxAllRunningJobs, logger: opts.Logger}
+	t := &Tools{tool: tool, shell: r.Shell(), jobs: r.Jobs(), approvals: newApprovals(opts.Policy), owner: opts.Owner, maxJobs: opts.MaxRunningJobs, maxAll: opts.MaxAllRunningJobs, calls: newRunningCalls(opts.MaxRunningCalls), logger: opts.Logger}
 	if t.owner == nil {
 		t.owner = func(*mcp.ServerSession) string { return StdioOwner }
 	}

@@ -81,6 +81,15 @@ func (t *Tools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	if err := decode(req, &in); err != nil {
 		return t.text(owner, "invalid arguments: "+err.Error(), true), nil
 	}
+	if !in.RunInBackground {
+		var end func()
+		var n int
+		var ok bool
+		if ctx, end, n, ok = t.calls.begin(ctx, owner); !ok {
+			return t.text(owner, fmt.Sprintf("you have %d bash calls running, the limit of a session (mcp.maxCallsPerSession): wait for one to end, or run the command in the background", n), true), nil
+		}
+		defer end()
+	}
 	if in.RunInBackground && (t.maxJobs > 0 || t.maxAll > 0) {
 		// The count and the start are one step: calls run concurrently.
 		t.starting.Lock()

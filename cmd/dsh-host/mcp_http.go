@@ -66,7 +66,13 @@ func serveHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, o
 	if err != nil {
 		return cannot(fmt.Errorf("--http %s: %w", addr, err))
 	}
-	logger.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.HTTPPath, "token", hopts.Token != "")
+	scheme := "http"
+	if hopts.TLS != nil {
+		scheme = "https"
+	} else if hopts.Token != "" && !mcpserver.IsLoopback(addr) {
+		logger.Warn("the bearer token crosses the network in clear: serve TLS (mcp.tls.certFile and keyFile in the settings), or put a TLS proxy in front", "address", addr)
+	}
+	logger.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+mcpserver.HTTPPath, "token", hopts.Token != "", "tls", hopts.TLS != nil)
 	if err := h.Serve(ctx, ln); err != nil {
 		logger.Error("serving MCP over HTTP", "error", err)
 		return 1
