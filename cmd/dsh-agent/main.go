@@ -17,9 +17,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/dsh-host/dsh-host/internal/nameguard"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -38,9 +40,11 @@ func run() int {
 	dialToken := fs.String("dial-token", "", "the secret the socket's listener must send first (hex), before any call is served there")
 	noSetID := fs.Bool("no-setid", false, "refuse set-uid and set-gid bits to everything the agent runs (a container's, whose mounts are another machine's directories)")
 	sweep := fs.Bool("sweep-pids", false, "the agent is a container's main process, under its init: after each run or job, kill what no live run or job owns in the PID namespace")
+	var guardRoots roots
+	fs.Var(&guardRoots, "guard-root", "refuse, beneath this directory, what would make a new git repository (repeatable; a container's workspace and writable roots)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio [--dial SOCKET --dial-token HEX] [--no-setid] [--sweep-pids]\n\n"+
+		fmt.Fprintf(os.Stderr, "usage: dsh-agent --stdio [--dial SOCKET --dial-token HEX] [--no-setid] [--sweep-pids] [--guard-root DIR]...\n\n"+
 			"Serves the bash-local executor, over gRPC, on its stdin and stdout. An executor whose\n"+
 			"commands run in a container or on another machine starts it there; it is not run by hand.\n"+
 			"It exits, killing every command it started, when its stdin closes. With --dial it also\n"+
@@ -79,6 +83,23 @@ func run() int {
 			return 1
 		}
 	}
+	cfg := bashlocal.Config()
+	if len(guardRoots) > 0 {
+		// After --no-setid, whose filter every thread must share when it
+		// is loaded: the guard's thread carries one more.
+		for _, r := range guardRoots {
+			if !filepath.IsAbs(r) {
+				fmt.Fprintf(os.Stderr, "dsh-agent: --guard-root %q is not absolute\n", r)
+				return 2
+			}
+		}
+		g, err := nameguard.Start(guardRoots)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dsh-agent: --guard-root: %v\n", err)
+			return 1
+		}
+		cfg.Launcher = guardedLauncher{g}
+	}
 	stream, err := takeStdio()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dsh-agent: %v\n", err)
@@ -88,7 +109,7 @@ func run() int {
 	pluginapi.SetRelayProcs()    // its Go code only passes calls and output on
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	impl := bashlocal.New()
+	impl := localexec.New(cfg)
 	if *dial != "" {
 		serveSide(ctx, impl, *dial, *dialToken)
 	}

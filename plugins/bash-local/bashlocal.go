@@ -18,12 +18,16 @@ const Version = "0.1.0"
 var SettingsSchema = localexec.SettingsSchemaFor("shell (bash-local)", "")
 
 // New returns the bash-local executor.
-func New() *localexec.Executor {
-	return localexec.New(localexec.Config{
+func New() *localexec.Executor { return localexec.New(Config()) }
+
+// Config is the bash-local executor's configuration, for an embedder that
+// starts its commands otherwise (Config.Launcher): the container's agent.
+func Config() localexec.Config {
+	return localexec.Config{
 		Name:           Name,
 		Version:        Version,
 		Shell:          "bash",
 		Argv:           func(command string) []string { return []string{"-c", command} },
 		SettingsSchema: SettingsSchema,
-	})
+	}
 }

@@ -215,7 +215,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		// The agent is the container's process (under the init): an
 		// image's ENTRYPOINT and CMD are not run, so that one which
 		// ignores its arguments, or prints, cannot stand in its way.
-		Image: s.Image, Entrypoint: []string{agentInContainer}, Cmd: agentArgs, Env: env, User: user,
+		Image: s.Image, Entrypoint: []string{agentInContainer}, Cmd: append(slices.Clip(agentArgs), lay.guardArgs()...), Env: env, User: user,
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel(), labelPartition: t.partition},
 	}

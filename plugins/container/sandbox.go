@@ -102,7 +102,7 @@ var uncontained = []string{
 	"the kernel: commands share this machine's kernel (a container, not a virtual machine); a kernel bug is a way out",
 	"whoever can use the engine's API can run anything in the container",
 	"CPU time and the disk space of the workspace and writable roots are not bounded",
-	"new repositories: a repository a command makes (git init, git clone, a .git in a new subdirectory) has its hooks and configuration protected only from the mode's next container on; repositories deeper than three levels in a root are not searched",
+	"repositories deeper than three levels in a root: not searched, so their hooks and configuration are not protected (making a new repository anywhere in a root is refused)",
 }
 
 // uncontainedFor is what a container under p does not close, for
@@ -143,7 +143,21 @@ type layout struct {
 	// protected are the protected paths of the workspace and the
 	// writable roots (workspace-write), each bound over itself.
 	protected []protect.Target
-	facts     pluginapi.SandboxFacts
+	// guardRoots are where the agent refuses new repositories
+	// (workspace-write, unless .git is unprotected): the workspace and
+	// the writable roots.
+	guardRoots []string
+	facts      pluginapi.SandboxFacts
+}
+
+// guardArgs are the agent's arguments that have it refuse new
+// repositories beneath the guard's roots.
+func (l layout) guardArgs() []string {
+	var args []string
+	for _, r := range l.guardRoots {
+		args = append(args, "--guard-root", r)
+	}
+	return args
 }
 
 // layoutFor lays out mode's container. Paths of this machine (the
@@ -204,6 +218,9 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode, sockets []string) (layout
 			l.facts.ProtectedPaths = append(l.facts.ProtectedPaths, t.Path)
 		}
 		l.facts.Unprotected = list.Unprotected
+		if list.Git() {
+			l.guardRoots = roots
+		}
 	}
 	tmp := int64(DefaultTmpMiB)
 	if p.Limits.TmpMiB != nil {
@@ -244,6 +261,9 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode, sockets []string) (layout
 	l.facts.Enforced = []string{"container: namespaces of its own (pid, ipc, mount, uts, network)", "capabilities: all dropped", "no-new-privileges"}
 	if len(l.protected) > 0 {
 		l.facts.Enforced = append(l.facts.Enforced, "protected paths: read-only binds inside the writable ones")
+	}
+	if len(l.guardRoots) > 0 {
+		l.facts.Enforced = append(l.facts.Enforced, "no-new-repositories: the agent makes every call that could make a name, and refuses a new repository beneath the workspace and writable roots")
 	}
 	if l.readonlyRoot {
 		l.facts.Enforced = append(l.facts.Enforced, "read-only root file system", "/run and /var/tmp read-only (empty)")

@@ -33,6 +33,9 @@ type Config struct {
 	Defaults Settings
 	// Sandbox, when set, confines every command (bash-sandbox).
 	Sandbox Sandbox
+	// Launcher, when set, starts every command that no Sandbox confines
+	// (a container's agent, under its guard); else ForkLauncher.
+	Launcher Launcher
 }
 
 // Executor is a pluginapi.ShellExecutor running commands as local processes.

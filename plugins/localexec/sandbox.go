@@ -52,6 +52,9 @@ var ErrRunnerFailure = errors.New("the sandbox cannot run the command confined")
 // the fork launcher when the executor does not sandbox.
 func (e *Executor) confine(spec pluginapi.ExecSpec) (Confinement, *pluginapi.SandboxFacts, error) {
 	if e.cfg.Sandbox == nil {
+		if e.cfg.Launcher != nil {
+			return Confinement{Launcher: e.cfg.Launcher}, nil, nil
+		}
 		return Confinement{Launcher: ForkLauncher{}}, nil, nil
 	}
 	facts := &pluginapi.SandboxFacts{Mode: spec.SandboxMode}
