@@ -105,13 +105,14 @@ ln -s made dangling; echo new > dangling
 mkdir -p d/e; mv d/e d/f; ln t hard; mkdir objects
 echo sub > >(cat > sub.txt); echo err > /dev/stderr; echo null > /dev/null
 mkfifo fifo; (cat fifo > fromfifo &); echo through > fifo; wait
+mkfifo w; (echo waited > w &); sleep 0.3; echo made > other; cat w
 exec 3> kept; echo k >&3; exec 3>&-
 (cd "$TMPDIR" && git init -q r && test -d r/.git && echo tmprepo)
 sleep 0.2; cat a t made hard kept fromfifo sub.txt | tr '\n' ' '`)
 	if res.ExitCode == nil || *res.ExitCode != 0 {
 		t.Fatalf("exit %s, stderr %q", exitOf(res), res.Stderr.Text)
 	}
-	if got, want := strings.TrimSpace(res.Stdout.Text), "tmprepo\none two target more new target more k through sub"; got != want {
+	if got, want := strings.TrimSpace(res.Stdout.Text), "waited\ntmprepo\none two target more new target more k through sub"; got != want {
 		t.Errorf("stdout %q, want %q", got, want)
 	}
 	if strings.TrimSpace(res.Stderr.Text) != "err" {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-host/dsh-host/internal/nameguard"
 	"github.com/dsh-host/dsh-host/internal/syscalldeny"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -98,7 +99,7 @@ func prepare(p Policy) (*confinement, error) {
 	}
 	conf := &confinement{landlock: ruleset, filters: [][]unix.SockFilter{filter}, enforced: enforced}
 	if guarded(p) {
-		if conf.guard, err = guardProgram(); err != nil {
+		if conf.guard, err = nameguard.Program(); err != nil {
 			unix.Close(ruleset)
 			return nil, fmt.Errorf("%w %s: seccomp: %v", ErrUnenforceable, p.Mode, err)
 		}

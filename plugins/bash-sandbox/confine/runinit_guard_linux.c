@@ -61,8 +61,10 @@
 #endif
 
 // answered: the call was answered already (the descriptor went in with
-// its answer), or its process is gone.
+// its answer), or its process is gone; waiting: the open waits for its
+// FIFO's reader (among the guard's waits).
 #define ANSWERED (-100000L) // below every -errno
+#define WAITING (-100001L)
 
 // A name of the command's, resolved by the init: its last component
 // (base, trailing slashes kept; namelen without them) and the directory
@@ -262,7 +264,7 @@ static int in_git_dir(const char *path) {
 }
 
 // refused says whether p's name may not be made, and why: 0, or an errno.
-static long refused(const struct dsh_guard *g, const struct place *p) {
+static long refused(struct dsh_guard *g, const struct place *p) {
 	const char *s = p->base;
 	unsigned long n = p->namelen;
 	int git = is_named(s, n, ".git", 1), common = is_named(s, n, "commondir", 0);
@@ -320,7 +322,7 @@ static long use_umask(int tid) {
 
 // still_waiting says whether the notification is still live: its process
 // has not gone (nor its number been taken by another) since it was read.
-static int still_waiting(const struct dsh_guard *g, const struct seccomp_notif *n) {
+static int still_waiting(struct dsh_guard *g, const struct seccomp_notif *n) {
 	uint64_t id = n->id;
 	return S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
@@ -348,12 +350,84 @@ static long follow(struct place *p, int tid) {
 	return e < 0 ? e : locate(p, tid, AT_FDCWD, from);
 }
 
+// The status flags F_SETFL sets (open's others stay as open set them).
+#define SETFL_FLAGS (O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME)
+
+// fifo_wait is what an open that found no reader (ENXIO) returns: WAITING
+// with p->parent made the FIFO (O_PATH), when it is one; else -ENXIO.
+static long fifo_wait(struct place *p, int nofollow) {
+	long fd = S(S4(SYS_openat, p->parent, p->base, O_PATH | O_CLOEXEC | nofollow, 0));
+	if (fd < 0)
+		return -ENXIO;
+	struct stat st;
+	if (S2(SYS_fstat, fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		sys_close((int)fd);
+		return -ENXIO;
+	}
+	if (p->parent != p->at)
+		sys_close(p->parent);
+	p->parent = (int)fd;
+	return WAITING;
+}
+
+// reopen opens the FIFO held (O_PATH) at fifo with flags, without waiting.
+static long reopen(int fifo, int flags) {
+	char path[48] = "/proc/self/fd/";
+	put_num(path + strlen(path), (unsigned long)fifo);
+	long fd = S(S4(SYS_openat, AT_FDCWD, path, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC)) | O_NONBLOCK, 0));
+	if (fd >= 0 && !(flags & O_NONBLOCK)) {
+		long e = S3(SYS_fcntl, fd, F_SETFL, flags & SETFL_FLAGS);
+		if (e < 0) {
+			sys_close((int)fd);
+			return e;
+		}
+	}
+	return fd;
+}
+
+// answer_fd answers call id with descriptor fd (closed here), or with fd's
+// error.
+static void answer_fd(struct dsh_guard *g, uint64_t id, long fd, int flags) {
+	if (fd >= 0) {
+		struct seccomp_notif_addfd add = {
+		    .id = id, .flags = SECCOMP_ADDFD_FLAG_SEND, .srcfd = (uint32_t)fd, .newfd_flags = (uint32_t)(flags & O_CLOEXEC)};
+		long e = S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+		sys_close((int)fd);
+		if (e >= 0 || e == -ENOENT)
+			return;
+		fd = e;
+	}
+	struct seccomp_notif_resp resp;
+	memset(&resp, 0, sizeof resp);
+	resp.id = id;
+	resp.error = (int32_t)fd;
+	S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+void dsh_guard_retry(struct dsh_guard *g) {
+	for (int i = 0; i < g->nwaits;) {
+		uint64_t id = g->waits[i].id;
+		long fd = -ENXIO;
+		if (S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 &&
+		    (fd = reopen(g->waits[i].fifo, g->waits[i].flags)) == -ENXIO) {
+			i++;
+			continue; // no reader yet
+		}
+		if (S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0)
+			answer_fd(g, id, fd, g->waits[i].flags);
+		else if (fd >= 0)
+			sys_close((int)fd);
+		sys_close(g->waits[i].fifo);
+		g->waits[i] = g->waits[--g->nwaits];
+	}
+}
+
 // open_create makes an open with O_CREAT: a descriptor, or -errno. The
 // kernel never follows a last symlink here (the guard does, by hand): in
 // the init's hands a link into /proc would reach the init's own files.
 // The one exception is the command's own descriptors, /proc/TID/fd/N,
 // which name what the command holds already.
-static long open_create(const struct dsh_guard *g, struct place *p, int tid, int flags, unsigned long mode) {
+static long open_create(struct dsh_guard *g, struct place *p, int tid, int flags, unsigned long mode) {
 	if ((flags & O_DIRECTORY) && !(flags & O_PATH))
 		return -EINVAL; // as Linux 6.4 and later answer
 	for (int hops = 0;; hops++) {
@@ -363,15 +437,23 @@ static long open_create(const struct dsh_guard *g, struct place *p, int tid, int
 			return S(S4(SYS_openat, p->namelen == 0 ? p->at : p->parent, p->namelen == 0 ? p->path : p->base, flags, mode));
 		int nofollow = own_fd_dir(tid, p->dir) ? 0 : O_NOFOLLOW;
 		int mine = flags & O_NOFOLLOW;
-		long fd;
+		long fd, e0;
 		if (!(flags & O_EXCL)) {
-			// There already: nothing is made.
-			fd = S(S4(SYS_openat, p->parent, p->base, (flags & ~O_CREAT) | nofollow, 0));
+			// There already: nothing is made. Without waiting (a FIFO
+			// without a reader would hold the guard): the descriptor
+			// gets the command's own flags back.
+			fd = S(S4(SYS_openat, p->parent, p->base, (flags & ~O_CREAT) | nofollow | O_NONBLOCK, 0));
 			if (fd == -ELOOP && nofollow && !mine) {
 				if ((fd = follow(p, tid)) < 0)
 					return fd;
 				continue;
 			}
+			if (fd >= 0 && !(flags & O_NONBLOCK) && (e0 = S3(SYS_fcntl, fd, F_SETFL, flags & SETFL_FLAGS)) < 0) {
+				sys_close((int)fd);
+				return e0;
+			}
+			if (fd == -ENXIO)
+				return fifo_wait(p, nofollow);
 			if (fd != -ENOENT)
 				return fd;
 		}
@@ -389,27 +471,38 @@ static long open_create(const struct dsh_guard *g, struct place *p, int tid, int
 }
 
 // do_open answers an open with O_CREAT: ANSWERED, or -errno.
-static long do_open(const struct dsh_guard *g, const struct seccomp_notif *n, long dirfd, unsigned long addr, int flags, unsigned long mode) {
+static long do_open(struct dsh_guard *g, const struct seccomp_notif *n, long dirfd, unsigned long addr, int flags, unsigned long mode) {
 	struct place p;
 	int tid = (int)n->pid;
 	long e = load(&p, tid, dirfd, addr);
 	if (e == 0 && !still_waiting(g, n))
 		e = ANSWERED;
 	long fd = e == 0 ? open_create(g, &p, tid, flags, mode) : e;
+	if (fd == WAITING) {
+		if (g->nwaits == (int)(sizeof g->waits / sizeof g->waits[0])) {
+			fd = -EAGAIN;
+		} else {
+			g->waits[g->nwaits].id = n->id;
+			g->waits[g->nwaits].fifo = p.parent; // the FIFO, O_PATH
+			g->waits[g->nwaits].flags = flags;
+			g->nwaits++;
+			if (p.parent == p.at)
+				p.at = -1;
+			p.parent = -1;
+			fd = ANSWERED; // later
+		}
+	}
 	release(&p);
-	if (fd < 0 || fd == ANSWERED)
+	if (fd < 0)
 		return fd;
-	struct seccomp_notif_addfd add = {
-	    .id = n->id, .flags = SECCOMP_ADDFD_FLAG_SEND, .srcfd = (uint32_t)fd, .newfd_flags = (uint32_t)(flags & O_CLOEXEC)};
-	e = S3(SYS_ioctl, g->notify, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
-	sys_close((int)fd);
-	return e >= 0 || e == -ENOENT ? ANSWERED : e;
+	answer_fd(g, n->id, fd, flags);
+	return ANSWERED;
 }
 
 enum { MAKE_DIR, MAKE_NODE };
 
 // do_make answers a mkdir or an mknod.
-static long do_make(const struct dsh_guard *g, const struct seccomp_notif *n, int kind, long dirfd, unsigned long addr, unsigned long mode, unsigned long dev) {
+static long do_make(struct dsh_guard *g, const struct seccomp_notif *n, int kind, long dirfd, unsigned long addr, unsigned long mode, unsigned long dev) {
 	struct place p;
 	int tid = (int)n->pid;
 	long e = load(&p, tid, dirfd, addr);
@@ -429,7 +522,7 @@ static long do_make(const struct dsh_guard *g, const struct seccomp_notif *n, in
 }
 
 // do_symlink answers a symlink: target is stored as it is.
-static long do_symlink(const struct dsh_guard *g, const struct seccomp_notif *n, unsigned long target, long dirfd, unsigned long addr) {
+static long do_symlink(struct dsh_guard *g, const struct seccomp_notif *n, unsigned long target, long dirfd, unsigned long addr) {
 	struct place p;
 	char to[PATH_MAX];
 	int tid = (int)n->pid;
@@ -452,7 +545,7 @@ enum { LINK, RENAME };
 
 // do_two answers a link or a rename: the new name is checked, and with
 // RENAME_EXCHANGE the old one too (each takes the other's place).
-static long do_two(const struct dsh_guard *g, const struct seccomp_notif *n, int kind, long olddirfd, unsigned long oldaddr, long newdirfd, unsigned long newaddr, unsigned long flags) {
+static long do_two(struct dsh_guard *g, const struct seccomp_notif *n, int kind, long olddirfd, unsigned long oldaddr, long newdirfd, unsigned long newaddr, unsigned long flags) {
 	struct place from, to;
 	int tid = (int)n->pid;
 	to.at = to.parent = -1;
@@ -476,7 +569,7 @@ static long do_two(const struct dsh_guard *g, const struct seccomp_notif *n, int
 }
 
 // handle makes the call n stands for: its result, -errno, or ANSWERED.
-static long handle(const struct dsh_guard *g, const struct seccomp_notif *n) {
+static long handle(struct dsh_guard *g, const struct seccomp_notif *n) {
 	const __u64 *a = n->data.args;
 	switch (n->data.nr) {
 #ifdef SYS_open
@@ -527,7 +620,7 @@ static long handle(const struct dsh_guard *g, const struct seccomp_notif *n) {
 	return -ENOSYS;
 }
 
-void dsh_guard_serve(const struct dsh_guard *g) {
+void dsh_guard_serve(struct dsh_guard *g) {
 	union {
 		struct seccomp_notif n;
 		char room[256];

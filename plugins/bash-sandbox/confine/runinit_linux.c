@@ -647,10 +647,19 @@ static int init_main(void *arg) {
 	if (notify < 0) {
 		reap(1, shell, self_pid, &status, &ended, &leftovers);
 	} else {
-		struct dsh_guard g = {.notify = notify, .exempt = w->guard_exempt};
+		struct dsh_guard g;
+		memset(&g, 0, sizeof g);
+		g.notify = notify;
+		g.exempt = w->guard_exempt;
 		while (reap(0, shell, self_pid, &status, &ended, &leftovers)) {
 			struct pollfd p[2] = {{.fd = (int)children, .events = POLLIN}, {.fd = g.notify, .events = POLLIN}};
-			if (S(S5(SYS_ppoll, p, g.notify >= 0 ? 2 : 1, 0, 0, 0)) < 0)
+			// Opens that wait for a FIFO's reader are tried again every
+			// 10 ms.
+			struct timespec retry = {0, 10 * 1000 * 1000};
+			long ready = S(S5(SYS_ppoll, p, g.notify >= 0 ? 2 : 1, g.nwaits > 0 ? &retry : 0, 0, 0));
+			if (g.nwaits > 0)
+				dsh_guard_retry(&g);
+			if (ready <= 0)
 				continue;
 			if (p[0].revents) {
 				char drain[1024];

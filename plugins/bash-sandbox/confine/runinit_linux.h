@@ -138,11 +138,25 @@ enum {
 struct dsh_guard {
 	int notify;
 	const char *exempt;
+	// Opens of a FIFO for writing that wait for a reader: each a call,
+	// the FIFO (O_PATH) and its flags, tried again until a reader comes
+	// (or the call goes), so that the guard itself never waits.
+	struct {
+		uint64_t id;
+		int fifo;
+		int flags;
+	} waits[16];
+	int nwaits;
 };
 
 // dsh_guard_serve answers one call the guard filter handed over on
-// g->notify: it makes it, or refuses it.
-void dsh_guard_serve(const struct dsh_guard *g);
+// g->notify: it makes it, or refuses it, or (a FIFO without a reader)
+// adds it to g's waits.
+void dsh_guard_serve(struct dsh_guard *g);
+
+// dsh_guard_retry tries g's waiting opens again, answering those whose
+// FIFO has a reader now and dropping those whose call is gone.
+void dsh_guard_retry(struct dsh_guard *g);
 
 // dsh_guard_sizes_fit says whether this kernel's notification structures
 // fit the room dsh_guard_serve gives them: 0, or -errno.
