@@ -8,7 +8,9 @@ package bashsandbox_test
 // would take hooks and configuration from.
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -172,5 +174,55 @@ func TestNewRepositoriesWhenGitIsUnprotected(t *testing.T) {
 	res := runWW(t, x, ws, "git init -q sub && test -d sub/.git")
 	if res.ExitCode == nil || *res.ExitCode != 0 || slices.Contains(res.Sandbox.Enforced, "no-new-repositories") {
 		t.Errorf("git init with .git unprotected: exit %s, enforced %q, stderr %q", exitOf(res), res.Sandbox.Enforced, res.Stderr.Text)
+	}
+}
+
+// gitDirOf is the repository git, run outside in dir, would take hooks and
+// configuration from: its absolute git directory, or "".
+func gitDirOf(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("git", "rev-parse", "--absolute-git-dir")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Ways around the guard's checks that leave a repository git finds in a
+// new directory: the layout of a bare repository completed by a name the
+// guard never sees (a unix socket bound on a socket pair's end, which
+// git's access(X_OK) takes for objects/), or counted wrong (a dangling
+// symlink, which git accepts for HEAD and follows later for objects/), and
+// a repository made where the guard lets it be (in a .git directory that
+// no mount protects: deeper than the planner searches, or in a skipped
+// directory), then renamed out.
+func TestNoNewRepositoryLoopholes(t *testing.T) {
+	noneLeft(t)
+	needTool(t, "python3")
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	if err := os.MkdirAll(filepath.Join(ws, "node_modules/x/.git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bare := `printf '[core]\n\tbare = true\n' > %[1]s/config`
+	for _, c := range []struct {
+		name, command, dir string
+	}{
+		{"objects a bound socket", `mkdir -p l1/refs && echo 'ref: refs/heads/main' > l1/HEAD && ` + fmt.Sprintf(bare, "l1") +
+			` && python3 -c 'import socket; a, b = socket.socketpair(); a.bind("l1/objects")'`, "l1"},
+		{"objects a dangling symlink", `mkdir -p l2 && ln -s o l2/objects && mkdir l2/refs && echo 'ref: refs/heads/main' > l2/HEAD && mkdir l2/o && ` + fmt.Sprintf(bare, "l2"), "l2"},
+		{"HEAD a dangling symlink", `mkdir -p l3 && ln -s refs/heads/main l3/HEAD && mkdir l3/objects l3/refs && ` + fmt.Sprintf(bare, "l3"), "l3"},
+		{"renamed out of an unprotected .git", `git init -q --bare node_modules/x/.git/l4 && mv node_modules/x/.git/l4 l4`, "l4"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := runWW(t, x, ws, c.command)
+			dir := filepath.Join(ws, c.dir)
+			if got := gitDirOf(t, dir); got == dir {
+				t.Errorf("ESCAPE: git outside finds a repository made by the command at %s; exit %s, stderr %q", c.dir, exitOf(res), res.Stderr.Text)
+			}
+		})
 	}
 }
