@@ -283,11 +283,21 @@ static long refused(const struct dsh_guard *g, const struct place *p) {
 		return 0;
 	if (common)
 		return EPERM;
+	// Each of the others counts when it is there at all: a symlink
+	// counts, dangling or not (git takes a HEAD symlink into refs/ as it
+	// is, and follows objects/ and refs/ only when it looks, by when the
+	// command may have made what they point to). faccessat would follow
+	// them (its flags are only faccessat2's).
 	static const char *const layout[] = {"HEAD", "objects", "refs"};
 	int others = 0;
-	for (int i = 0; i < 3; i++)
-		if (!is_named(s, n, layout[i], 0) && S4(SYS_faccessat, p->parent, layout[i], F_OK, 0) == 0)
-			others++;
+	for (int i = 0; i < 3; i++) {
+		struct statx st;
+		if (is_named(s, n, layout[i], 0))
+			continue;
+		long r = S5(SYS_statx, p->parent, layout[i], AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &st);
+		if (r == 0 || r != -ENOENT)
+			others++; // there, or unknown: counted
+	}
 	return others == 2 ? EPERM : 0;
 }
 
