@@ -207,6 +207,9 @@ func TestNoNewRepositoryLoopholes(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(ws, "node_modules/x/.git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(ws, "node_modules/y")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
 	bare := `printf '[core]\n\tbare = true\n' > %[1]s/config`
 	for _, c := range []struct {
 		name, command, dir string
@@ -216,6 +219,8 @@ func TestNoNewRepositoryLoopholes(t *testing.T) {
 		{"objects a dangling symlink", `mkdir -p l2 && ln -s o l2/objects && mkdir l2/refs && echo 'ref: refs/heads/main' > l2/HEAD && mkdir l2/o && ` + fmt.Sprintf(bare, "l2"), "l2"},
 		{"HEAD a dangling symlink", `mkdir -p l3 && ln -s refs/heads/main l3/HEAD && mkdir l3/objects l3/refs && ` + fmt.Sprintf(bare, "l3"), "l3"},
 		{"renamed out of an unprotected .git", `git init -q --bare node_modules/x/.git/l4 && mv node_modules/x/.git/l4 l4`, "l4"},
+		{"an unprotected .git renamed", `mv node_modules/y/.git l5`, "l5"},
+		{"exchanged out of an unprotected .git", `git init -q --bare node_modules/x/.git/l6 && mkdir l6 && python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.renameat2(-100, b"l6", -100, b"node_modules/x/.git/l6", 2); raise SystemExit(os.strerror(ctypes.get_errno()) if r else 0)'`, "l6"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := runWW(t, x, ws, c.command)

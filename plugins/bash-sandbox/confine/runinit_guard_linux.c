@@ -458,6 +458,51 @@ static long do_symlink(const struct dsh_guard *g, const struct seccomp_notif *n,
 	return e;
 }
 
+// where reads the path of descriptor fd (the init's own) into dir (PATH_MAX
+// bytes): 0, or -1 when it is unknown.
+static int where(int fd, char *dir) {
+	char proc[48] = "/proc/self/fd/";
+	put_num(proc + strlen(proc), (unsigned long)fd);
+	long k = S4(SYS_readlinkat, AT_FDCWD, proc, dir, PATH_MAX - 1);
+	if (k < 0 || k >= PATH_MAX - 1)
+		return -1;
+	dir[k] = 0;
+	return 0;
+}
+
+// loose says whether names are made in directory dir (its path) without
+// the guard's checks: TMPDIR, or in a directory named .git.
+static int loose(const struct dsh_guard *g, const char *dir) {
+	return (g->exempt && beneath(dir, g->exempt)) || in_git_dir(dir);
+}
+
+// moved_out says whether a rename of src to dst would carry a directory
+// from where the guard makes no checks (in TMPDIR, in a .git directory, a
+// .git directory itself, or a work tree with a .git) to where it does: a
+// repository made there, bare or not, would come out whole, none of its
+// names made again. EPERM, or 0.
+static long moved_out(const struct dsh_guard *g, const struct place *src, const struct place *dst) {
+	char name[NAME_MAX + 8], dir[PATH_MAX];
+	struct statx st;
+	if (src->namelen == 0 || dst->namelen == 0 || src->namelen > NAME_MAX)
+		return 0; // nothing moves, or the kernel refuses the name
+	memcpy(name, src->base, src->namelen);
+	name[src->namelen] = 0;
+	long r = S5(SYS_statx, src->parent, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st);
+	if (r == -ENOENT || (r == 0 && !S_ISDIR(st.stx_mode)))
+		return 0; // no directory: its own name was checked
+	if (where(dst->parent, dir) < 0)
+		return EPERM;
+	if (loose(g, dir))
+		return 0; // into a loose place: no check there either
+	if (r < 0 || where(src->parent, dir) < 0 || loose(g, dir) || is_named(name, src->namelen, ".git", 1))
+		return EPERM;
+	// A work tree (a repository's root): its .git comes with it.
+	memcpy(name + src->namelen, "/.git", 6);
+	r = S5(SYS_statx, src->parent, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st);
+	return r == -ENOENT ? 0 : EPERM;
+}
+
 enum { LINK, RENAME };
 
 // do_two answers a link or a rename: the new name is checked, and with
@@ -475,6 +520,10 @@ static long do_two(const struct dsh_guard *g, const struct seccomp_notif *n, int
 		e = -refused(g, &to);
 	if (e == 0 && kind == RENAME && (flags & RENAME_EXCHANGE) && from.namelen > 0)
 		e = -refused(g, &from);
+	if (e == 0 && kind == RENAME)
+		e = -moved_out(g, &from, &to);
+	if (e == 0 && kind == RENAME && (flags & RENAME_EXCHANGE))
+		e = -moved_out(g, &to, &from);
 	if (e == 0) {
 		int fat = from.namelen == 0 ? from.at : from.parent, tat = to.namelen == 0 ? to.at : to.parent;
 		const char *fname = from.namelen == 0 ? from.path : from.base, *tname = to.namelen == 0 ? to.path : to.base;
