@@ -231,3 +231,23 @@ func TestNoNewRepositoryLoopholes(t *testing.T) {
 		})
 	}
 }
+
+// A submodule's repository made ahead in .git/modules, which is writable
+// (objects, refs): git submodule update --init, run later outside, takes
+// it for the submodule's (it clones only when none is there), with its
+// configuration and hooks. Nothing may be made in a modules directory of
+// a .git.
+func TestNoSubmoduleRepositoryAhead(t *testing.T) {
+	noneLeft(t)
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	res := runWW(t, x, ws, `git init -q --bare .git/modules/lib && git -C .git/modules/lib config core.fsmonitor "touch pwned; false"`)
+	if _, err := os.Lstat(filepath.Join(ws, ".git/modules/lib")); !os.IsNotExist(err) {
+		t.Errorf("ESCAPE: a submodule's repository was made ahead (%v); exit %s, stderr %q", err, exitOf(res), res.Stderr.Text)
+	}
+	// The modules directory itself may be made (nothing in it is read
+	// until a submodule's repository is there).
+	if res := runWW(t, x, ws, "mkdir -p .git/modules && echo ok"); res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Errorf("mkdir .git/modules: exit %s, stderr %q", exitOf(res), res.Stderr.Text)
+	}
+}

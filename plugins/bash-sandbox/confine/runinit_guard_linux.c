@@ -261,25 +261,31 @@ static int in_git_dir(const char *path) {
 	return 0;
 }
 
+static int where(int fd, char *dir);
+
 // refused says whether p's name may not be made, and why: 0, or an errno.
 static long refused(const struct dsh_guard *g, const struct place *p) {
 	const char *s = p->base;
 	unsigned long n = p->namelen;
 	int git = is_named(s, n, ".git", 1), common = is_named(s, n, "commondir", 0);
 	int bare = is_named(s, n, "HEAD", 0) || is_named(s, n, "objects", 0) || is_named(s, n, "refs", 0);
-	if (!git && !common && !bare)
-		return 0;
-	char proc[48] = "/proc/self/fd/", dir[PATH_MAX];
-	put_num(proc + strlen(proc), (unsigned long)p->parent);
-	long k = S4(SYS_readlinkat, AT_FDCWD, proc, dir, sizeof dir - 1);
-	if (k < 0 || k >= (long)sizeof dir - 1)
+	char dir[PATH_MAX];
+	if (where(p->parent, dir) < 0)
 		return EPERM; // where it would be made is unknown: refused
-	dir[k] = 0;
 	if (g->exempt && beneath(dir, g->exempt))
 		return 0;
 	if (git)
 		return EPERM;
-	if (in_git_dir(dir))
+	if (in_git_dir(dir)) {
+		// A submodule's repository, made ahead in .git/modules: git
+		// submodule update, run later outside, takes it for the
+		// submodule's, with its hooks and configuration.
+		unsigned long k = strlen(dir);
+		if (k >= 8 && strcmp(dir + k - 8, "/modules") == 0)
+			return EPERM;
+		return 0;
+	}
+	if (!common && !bare)
 		return 0;
 	if (common)
 		return EPERM;
