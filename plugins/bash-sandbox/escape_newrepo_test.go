@@ -251,3 +251,20 @@ func TestNoSubmoduleRepositoryAhead(t *testing.T) {
 		t.Errorf("mkdir .git/modules: exit %s, stderr %q", exitOf(res), res.Stderr.Text)
 	}
 }
+
+// A repository's per-worktree configuration, .git/config.worktree, is read
+// as configuration (core.fsmonitor, aliases, hooksPath) wherever
+// extensions.worktreeConfig is on, as git sparse-checkout turns it on: it
+// is protected as config is.
+func TestNoWorktreeConfig(t *testing.T) {
+	noneLeft(t)
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	if out, err := exec.Command("git", "-C", ws, "config", "extensions.worktreeConfig", "true").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v: %s", err, out)
+	}
+	res := runWW(t, x, ws, `printf '[core]\n\tfsmonitor = "touch pwned; false"\n' >> .git/config.worktree`)
+	if data, _ := os.ReadFile(filepath.Join(ws, ".git/config.worktree")); strings.Contains(string(data), "fsmonitor") {
+		t.Errorf("ESCAPE: .git/config.worktree was written (%q); exit %s, stderr %q", data, exitOf(res), res.Stderr.Text)
+	}
+}
