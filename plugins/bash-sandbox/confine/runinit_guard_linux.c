@@ -497,6 +497,8 @@ static long moved_out(const struct dsh_guard *g, const struct place *src, const 
 	long r = S5(SYS_statx, src->parent, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st);
 	if (r == -ENOENT || (r == 0 && !S_ISDIR(st.stx_mode)))
 		return 0; // no directory: its own name was checked
+	if (r == 0 && (st.stx_attributes & st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return 0; // a mount point (a protected .git): the kernel refuses it (EBUSY)
 	if (where(dst->parent, dir) < 0)
 		return EPERM;
 	if (loose(g, dir))
