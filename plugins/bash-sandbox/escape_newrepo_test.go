@@ -268,3 +268,37 @@ func TestNoWorktreeConfig(t *testing.T) {
 		t.Errorf("ESCAPE: .git/config.worktree was written (%q); exit %s, stderr %q", data, exitOf(res), res.Stderr.Text)
 	}
 }
+
+// A link that follows a last symlink (linkat with AT_SYMLINK_FOLLOW) must
+// not follow it in the init's name: a symlink to /proc/1/fd/N would be
+// the init's own descriptor. The guard follows it by hand and refuses
+// /proc (EACCES), where the kernel, in the init's name, answered for the
+// init's table (ENOENT for a descriptor it does not hold).
+func TestGuardLinksFollowNothingOfTheInit(t *testing.T) {
+	noneLeft(t)
+	needTool(t, "python3")
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	res := runWW(t, x, ws, `python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def link(a, b):
+    if libc.linkat(-100, a.encode(), -100, b.encode(), 0x400):
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+for n in range(8):
+    target = "/proc/1/fd/%d" % n
+    os.symlink(target, "m%d" % n)
+    try:
+        link("m%d" % n, "out%d" % n)
+        print(target, "linked")
+    except OSError as e:
+        if e.errno != 13:
+            print(target, e)
+open("t", "w").close(); os.symlink("t", "viat"); link("viat", "hard")
+print("ok" if os.path.samefile("t", "hard") and not os.path.islink("hard") else "not followed")
+'`)
+	if res.ExitCode == nil || *res.ExitCode != 0 || strings.TrimSpace(res.Stdout.Text) != "ok" {
+		t.Errorf("ESCAPE: a link followed a symlink in the init's name: exit %s, stdout %q, stderr %q", exitOf(res), res.Stdout.Text, res.Stderr.Text)
+	}
+}

@@ -528,6 +528,27 @@ static long do_two(const struct dsh_guard *g, const struct seccomp_notif *n, int
 		e = -refused(g, &to);
 	if (e == 0 && kind == RENAME && (flags & RENAME_EXCHANGE) && from.namelen > 0)
 		e = -refused(g, &from);
+	if (e == 0 && kind == LINK && (flags & AT_SYMLINK_FOLLOW) && from.namelen > 0 && !own_fd_dir(tid, from.dir)) {
+		// The kernel would follow a last symlink in the init's name
+		// (into its own /proc entries): the guard follows it by hand,
+		// as for an open, but for the command's own descriptors.
+		flags &= ~(unsigned long)AT_SYMLINK_FOLLOW;
+		for (int hops = 0; e == 0 && from.namelen > 0 && !own_fd_dir(tid, from.dir); hops++) {
+			char name[NAME_MAX + 1];
+			struct statx st;
+			if (hops > 40 || from.namelen > NAME_MAX) {
+				e = hops > 40 ? -ELOOP : -ENAMETOOLONG;
+				break;
+			}
+			memcpy(name, from.base, from.namelen);
+			name[from.namelen] = 0;
+			if (S5(SYS_statx, from.parent, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st) != 0 || !S_ISLNK(st.stx_mode))
+				break; // no symlink: the kernel answers
+			e = follow(&from, tid);
+		}
+		if (e == 0 && from.namelen > 0 && own_fd_dir(tid, from.dir))
+			flags |= AT_SYMLINK_FOLLOW;
+	}
 	if (e == 0 && kind == RENAME)
 		e = -moved_out(g, &from, &to);
 	if (e == 0 && kind == RENAME && (flags & RENAME_EXCHANGE))
