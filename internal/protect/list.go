@@ -55,7 +55,9 @@ const GitDir = ".git"
 // GitEntries are what git executes or takes commands from in a
 // repository's directory: its hooks, its configuration (core.pager,
 // core.fsmonitor, core.hooksPath, aliases with !, filter drivers), the
-// attributes that select filter and diff drivers, and commondir, which
+// attributes that select filter and diff drivers, the per-worktree
+// configuration (config.worktree, read wherever extensions.worktreeConfig
+// is on, as git sparse-checkout turns it on), and commondir, which
 // would send git to another directory's hooks and configuration. A
 // missing commondir's placeholder names the repository's own directory
 // ("."): git refuses an empty one.
@@ -63,7 +65,7 @@ var GitEntries = []struct {
 	Name    string
 	Dir     bool
 	Content string
-}{{"hooks", true, ""}, {"config", false, ""}, {"info/attributes", false, ""}, {"commondir", false, ".\n"}}
+}{{"hooks", true, ""}, {"config", false, ""}, {"info/attributes", false, ""}, {"commondir", false, ".\n"}, {"config.worktree", false, ""}}
 
 // List is the protected list in force: the defaults less those
 // unprotected by name, plus the extra paths of the settings.

@@ -63,13 +63,15 @@ func TestPlanProtectsWhatExistsAndHoldsThePlaceOfWhatDoesNot(t *testing.T) {
 		".git/config":    {How: ReadOnly},
 		".git/info":      {How: ReadOnly, Missing: true, Dir: true}, // attributes' first missing component
 		".git/commondir": {How: ReadOnly, Missing: true, Content: ".\n"},
-		".vscode":        {How: ReadOnly, Dir: true},
-		".mcp.json":      {How: ReadOnly, Missing: true, Dir: true},
-		".claude":        {How: ReadOnly, Missing: true, Dir: true},
-		".gitmodules":    {How: ReadOnly, Missing: true, Dir: true},
-		".idea":          {How: ReadOnly, Missing: true, Dir: true},
-		".codex":         {How: ReadOnly, Missing: true, Dir: true},
-		".cursor":        {How: ReadOnly, Missing: true, Dir: true},
+		// configuration where extensions.worktreeConfig is on
+		".git/config.worktree": {How: ReadOnly, Missing: true},
+		".vscode":              {How: ReadOnly, Dir: true},
+		".mcp.json":            {How: ReadOnly, Missing: true, Dir: true},
+		".claude":              {How: ReadOnly, Missing: true, Dir: true},
+		".gitmodules":          {How: ReadOnly, Missing: true, Dir: true},
+		".idea":                {How: ReadOnly, Missing: true, Dir: true},
+		".codex":               {How: ReadOnly, Missing: true, Dir: true},
+		".cursor":              {How: ReadOnly, Missing: true, Dir: true},
 	}
 	for rel, w := range want {
 		got, ok := plan[rel]

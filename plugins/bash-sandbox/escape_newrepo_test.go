@@ -8,7 +8,9 @@ package bashsandbox_test
 // would take hooks and configuration from.
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -173,5 +175,131 @@ func TestNewRepositoriesWhenGitIsUnprotected(t *testing.T) {
 	res := runWW(t, x, ws, "git init -q sub && test -d sub/.git")
 	if res.ExitCode == nil || *res.ExitCode != 0 || slices.Contains(res.Sandbox.Enforced, "no-new-repositories") {
 		t.Errorf("git init with .git unprotected: exit %s, enforced %q, stderr %q", exitOf(res), res.Sandbox.Enforced, res.Stderr.Text)
+	}
+}
+
+// gitDirOf is the repository git, run outside in dir, would take hooks and
+// configuration from: its absolute git directory, or "".
+func gitDirOf(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("git", "rev-parse", "--absolute-git-dir")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Ways around the guard's checks that leave a repository git finds in a
+// new directory: the layout of a bare repository completed by a name the
+// guard never sees (a unix socket bound on a socket pair's end, which
+// git's access(X_OK) takes for objects/), or counted wrong (a dangling
+// symlink, which git accepts for HEAD and follows later for objects/), and
+// a repository made where the guard lets it be (in a .git directory that
+// no mount protects: deeper than the planner searches, or in a skipped
+// directory), then renamed out.
+func TestNoNewRepositoryLoopholes(t *testing.T) {
+	noneLeft(t)
+	needTool(t, "python3")
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	if err := os.MkdirAll(filepath.Join(ws, "node_modules/x/.git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(ws, "node_modules/y")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	bare := `printf '[core]\n\tbare = true\n' > %[1]s/config`
+	for _, c := range []struct {
+		name, command, dir string
+	}{
+		{"objects a bound socket", `mkdir -p l1/refs && echo 'ref: refs/heads/main' > l1/HEAD && ` + fmt.Sprintf(bare, "l1") +
+			` && python3 -c 'import socket; a, b = socket.socketpair(); a.bind("l1/objects")'`, "l1"},
+		{"objects a dangling symlink", `mkdir -p l2 && ln -s o l2/objects && mkdir l2/refs && echo 'ref: refs/heads/main' > l2/HEAD && mkdir l2/o && ` + fmt.Sprintf(bare, "l2"), "l2"},
+		{"HEAD a dangling symlink", `mkdir -p l3 && ln -s refs/heads/main l3/HEAD && mkdir l3/objects l3/refs && ` + fmt.Sprintf(bare, "l3"), "l3"},
+		{"renamed out of an unprotected .git", `git init -q --bare node_modules/x/.git/l4 && mv node_modules/x/.git/l4 l4`, "l4"},
+		{"an unprotected .git renamed", `mv node_modules/y/.git l5`, "l5"},
+		{"exchanged out of an unprotected .git", `git init -q --bare node_modules/x/.git/l6 && mkdir l6 && python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.renameat2(-100, b"l6", -100, b"node_modules/x/.git/l6", 2); raise SystemExit(os.strerror(ctypes.get_errno()) if r else 0)'`, "l6"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := runWW(t, x, ws, c.command)
+			dir := filepath.Join(ws, c.dir)
+			if got := gitDirOf(t, dir); got == dir {
+				t.Errorf("ESCAPE: git outside finds a repository made by the command at %s; exit %s, stderr %q", c.dir, exitOf(res), res.Stderr.Text)
+			}
+		})
+	}
+}
+
+// A submodule's repository made ahead in .git/modules, which is writable
+// (objects, refs): git submodule update --init, run later outside, takes
+// it for the submodule's (it clones only when none is there), with its
+// configuration and hooks. Nothing may be made in a modules directory of
+// a .git.
+func TestNoSubmoduleRepositoryAhead(t *testing.T) {
+	noneLeft(t)
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	res := runWW(t, x, ws, `git init -q --bare .git/modules/lib && git -C .git/modules/lib config core.fsmonitor "touch pwned; false"`)
+	if _, err := os.Lstat(filepath.Join(ws, ".git/modules/lib")); !os.IsNotExist(err) {
+		t.Errorf("ESCAPE: a submodule's repository was made ahead (%v); exit %s, stderr %q", err, exitOf(res), res.Stderr.Text)
+	}
+	// The modules directory itself may be made (nothing in it is read
+	// until a submodule's repository is there).
+	if res := runWW(t, x, ws, "mkdir -p .git/modules && echo ok"); res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Errorf("mkdir .git/modules: exit %s, stderr %q", exitOf(res), res.Stderr.Text)
+	}
+}
+
+// A repository's per-worktree configuration, .git/config.worktree, is read
+// as configuration (core.fsmonitor, aliases, hooksPath) wherever
+// extensions.worktreeConfig is on, as git sparse-checkout turns it on: it
+// is protected as config is.
+func TestNoWorktreeConfig(t *testing.T) {
+	noneLeft(t)
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	if out, err := exec.Command("git", "-C", ws, "config", "extensions.worktreeConfig", "true").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v: %s", err, out)
+	}
+	res := runWW(t, x, ws, `printf '[core]\n\tfsmonitor = "touch pwned; false"\n' >> .git/config.worktree`)
+	if data, _ := os.ReadFile(filepath.Join(ws, ".git/config.worktree")); strings.Contains(string(data), "fsmonitor") {
+		t.Errorf("ESCAPE: .git/config.worktree was written (%q); exit %s, stderr %q", data, exitOf(res), res.Stderr.Text)
+	}
+}
+
+// A link that follows a last symlink (linkat with AT_SYMLINK_FOLLOW) must
+// not follow it in the init's name: a symlink to /proc/1/fd/N would be
+// the init's own descriptor. The guard follows it by hand and refuses
+// /proc (EACCES), where the kernel, in the init's name, answered for the
+// init's table (ENOENT for a descriptor it does not hold).
+func TestGuardLinksFollowNothingOfTheInit(t *testing.T) {
+	noneLeft(t)
+	needTool(t, "python3")
+	x := newExecutor(t, bashsandbox.SandboxPolicy{})
+	ws := persisttest.NewRepo(t)
+	res := runWW(t, x, ws, `python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def link(a, b):
+    if libc.linkat(-100, a.encode(), -100, b.encode(), 0x400):
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+for n in range(8):
+    target = "/proc/1/fd/%d" % n
+    os.symlink(target, "m%d" % n)
+    try:
+        link("m%d" % n, "out%d" % n)
+        print(target, "linked")
+    except OSError as e:
+        if e.errno != 13:
+            print(target, e)
+open("t", "w").close(); os.symlink("t", "viat"); link("viat", "hard")
+print("ok" if os.path.samefile("t", "hard") and not os.path.islink("hard") else "not followed")
+'`)
+	if res.ExitCode == nil || *res.ExitCode != 0 || strings.TrimSpace(res.Stdout.Text) != "ok" {
+		t.Errorf("ESCAPE: a link followed a symlink in the init's name: exit %s, stdout %q, stderr %q", exitOf(res), res.Stdout.Text, res.Stderr.Text)
 	}
 }

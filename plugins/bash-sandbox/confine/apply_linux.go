@@ -161,8 +161,16 @@ func landlockRuleset(p Policy, abi int) (int, error) {
 		}
 	}
 	for _, w := range p.writable() {
+		access := handled
+		if guarded(p) && w != p.Scratch {
+			// A unix socket bound on a socket pair's end makes a name
+			// the guard never sees (bind is no call of its), and git
+			// takes a socket for objects/ (access X_OK): no sockets
+			// beneath the roots git runs in later.
+			access &^= llsys.AccessFSMakeSock
+		}
 		if err == nil {
-			err = add(w, handled, true)
+			err = add(w, access, true)
 		}
 	}
 	if err != nil {

@@ -263,33 +263,49 @@ static int in_git_dir(const char *path) {
 	return 0;
 }
 
+static int where(int fd, char *dir);
+
 // refused says whether p's name may not be made, and why: 0, or an errno.
 static long refused(struct dsh_guard *g, const struct place *p) {
 	const char *s = p->base;
 	unsigned long n = p->namelen;
 	int git = is_named(s, n, ".git", 1), common = is_named(s, n, "commondir", 0);
 	int bare = is_named(s, n, "HEAD", 0) || is_named(s, n, "objects", 0) || is_named(s, n, "refs", 0);
-	if (!git && !common && !bare)
-		return 0;
-	char proc[48] = "/proc/self/fd/", dir[PATH_MAX];
-	put_num(proc + strlen(proc), (unsigned long)p->parent);
-	long k = S4(SYS_readlinkat, AT_FDCWD, proc, dir, sizeof dir - 1);
-	if (k < 0 || k >= (long)sizeof dir - 1)
+	char dir[PATH_MAX];
+	if (where(p->parent, dir) < 0)
 		return EPERM; // where it would be made is unknown: refused
-	dir[k] = 0;
 	if (g->exempt && beneath(dir, g->exempt))
 		return 0;
 	if (git)
 		return EPERM;
-	if (in_git_dir(dir))
+	if (in_git_dir(dir)) {
+		// A submodule's repository, made ahead in .git/modules: git
+		// submodule update, run later outside, takes it for the
+		// submodule's, with its hooks and configuration.
+		unsigned long k = strlen(dir);
+		if (k >= 8 && strcmp(dir + k - 8, "/modules") == 0)
+			return EPERM;
+		return 0;
+	}
+	if (!common && !bare)
 		return 0;
 	if (common)
 		return EPERM;
+	// Each of the others counts when it is there at all: a symlink
+	// counts, dangling or not (git takes a HEAD symlink into refs/ as it
+	// is, and follows objects/ and refs/ only when it looks, by when the
+	// command may have made what they point to). faccessat would follow
+	// them (its flags are only faccessat2's).
 	static const char *const layout[] = {"HEAD", "objects", "refs"};
 	int others = 0;
-	for (int i = 0; i < 3; i++)
-		if (!is_named(s, n, layout[i], 0) && S4(SYS_faccessat, p->parent, layout[i], F_OK, 0) == 0)
-			others++;
+	for (int i = 0; i < 3; i++) {
+		struct statx st;
+		if (is_named(s, n, layout[i], 0))
+			continue;
+		long r = S5(SYS_statx, p->parent, layout[i], AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &st);
+		if (r == 0 || r != -ENOENT)
+			others++; // there, or unknown: counted
+	}
 	return others == 2 ? EPERM : 0;
 }
 
@@ -541,6 +557,53 @@ static long do_symlink(struct dsh_guard *g, const struct seccomp_notif *n, unsig
 	return e;
 }
 
+// where reads the path of descriptor fd (the init's own) into dir (PATH_MAX
+// bytes): 0, or -1 when it is unknown.
+static int where(int fd, char *dir) {
+	char proc[48] = "/proc/self/fd/";
+	put_num(proc + strlen(proc), (unsigned long)fd);
+	long k = S4(SYS_readlinkat, AT_FDCWD, proc, dir, PATH_MAX - 1);
+	if (k < 0 || k >= PATH_MAX - 1)
+		return -1;
+	dir[k] = 0;
+	return 0;
+}
+
+// loose says whether names are made in directory dir (its path) without
+// the guard's checks: TMPDIR, or in a directory named .git.
+static int loose(const struct dsh_guard *g, const char *dir) {
+	return (g->exempt && beneath(dir, g->exempt)) || in_git_dir(dir);
+}
+
+// moved_out says whether a rename of src to dst would carry a directory
+// from where the guard makes no checks (in TMPDIR, in a .git directory, a
+// .git directory itself, or a work tree with a .git) to where it does: a
+// repository made there, bare or not, would come out whole, none of its
+// names made again. EPERM, or 0.
+static long moved_out(const struct dsh_guard *g, const struct place *src, const struct place *dst) {
+	char name[NAME_MAX + 8], dir[PATH_MAX];
+	struct statx st;
+	if (src->namelen == 0 || dst->namelen == 0 || src->namelen > NAME_MAX)
+		return 0; // nothing moves, or the kernel refuses the name
+	memcpy(name, src->base, src->namelen);
+	name[src->namelen] = 0;
+	long r = S5(SYS_statx, src->parent, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st);
+	if (r == -ENOENT || (r == 0 && !S_ISDIR(st.stx_mode)))
+		return 0; // no directory: its own name was checked
+	if (r == 0 && (st.stx_attributes & st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return 0; // a mount point (a protected .git): the kernel refuses it (EBUSY)
+	if (where(dst->parent, dir) < 0)
+		return EPERM;
+	if (loose(g, dir))
+		return 0; // into a loose place: no check there either
+	if (r < 0 || where(src->parent, dir) < 0 || loose(g, dir) || is_named(name, src->namelen, ".git", 1))
+		return EPERM;
+	// A work tree (a repository's root): its .git comes with it.
+	memcpy(name + src->namelen, "/.git", 6);
+	r = S5(SYS_statx, src->parent, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st);
+	return r == -ENOENT ? 0 : EPERM;
+}
+
 enum { LINK, RENAME };
 
 // do_two answers a link or a rename: the new name is checked, and with
@@ -558,6 +621,31 @@ static long do_two(struct dsh_guard *g, const struct seccomp_notif *n, int kind,
 		e = -refused(g, &to);
 	if (e == 0 && kind == RENAME && (flags & RENAME_EXCHANGE) && from.namelen > 0)
 		e = -refused(g, &from);
+	if (e == 0 && kind == LINK && (flags & AT_SYMLINK_FOLLOW) && from.namelen > 0 && !own_fd_dir(tid, from.dir)) {
+		// The kernel would follow a last symlink in the init's name
+		// (into its own /proc entries): the guard follows it by hand,
+		// as for an open, but for the command's own descriptors.
+		flags &= ~(unsigned long)AT_SYMLINK_FOLLOW;
+		for (int hops = 0; e == 0 && from.namelen > 0 && !own_fd_dir(tid, from.dir); hops++) {
+			char name[NAME_MAX + 1];
+			struct statx st;
+			if (hops > 40 || from.namelen > NAME_MAX) {
+				e = hops > 40 ? -ELOOP : -ENAMETOOLONG;
+				break;
+			}
+			memcpy(name, from.base, from.namelen);
+			name[from.namelen] = 0;
+			if (S5(SYS_statx, from.parent, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st) != 0 || !S_ISLNK(st.stx_mode))
+				break; // no symlink: the kernel answers
+			e = follow(&from, tid);
+		}
+		if (e == 0 && from.namelen > 0 && own_fd_dir(tid, from.dir))
+			flags |= AT_SYMLINK_FOLLOW;
+	}
+	if (e == 0 && kind == RENAME)
+		e = -moved_out(g, &from, &to);
+	if (e == 0 && kind == RENAME && (flags & RENAME_EXCHANGE))
+		e = -moved_out(g, &to, &from);
 	if (e == 0) {
 		int fat = from.namelen == 0 ? from.at : from.parent, tat = to.namelen == 0 ? to.at : to.parent;
 		const char *fname = from.namelen == 0 ? from.path : from.base, *tname = to.namelen == 0 ? to.path : to.base;
