@@ -63,10 +63,7 @@ func (g *Guard) refused(p *place) error {
 	git := strings.EqualFold(p.name, ".git")
 	common := p.name == "commondir"
 	bare := p.name == "HEAD" || p.name == "objects" || p.name == "refs"
-	if !git && !common && !bare {
-		return nil
-	}
-	dir, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(p.parent))
+	dir, err := where(p.parent)
 	if err != nil {
 		return unix.EPERM // where it would be made is unknown: refused
 	}
@@ -77,14 +74,28 @@ func (g *Guard) refused(p *place) error {
 		return unix.EPERM
 	}
 	if inGitDir(dir) {
+		// A submodule's repository, made ahead in .git/modules: git
+		// submodule update, run later outside, takes it for the
+		// submodule's, with its hooks and configuration.
+		if strings.HasSuffix(dir, "/modules") {
+			return unix.EPERM
+		}
 		return nil
 	}
 	if common {
 		return unix.EPERM
 	}
+	if !bare {
+		return nil
+	}
+	// Each of the others counts when it is there at all, a symlink
+	// dangling or not (git takes a HEAD symlink into refs/ as it is, and
+	// follows objects/ and refs/ only when it looks); an unknown answer
+	// counts too.
 	others := 0
 	for _, name := range []string{"HEAD", "objects", "refs"} {
-		if name != p.name && unix.Faccessat(p.parent, name, unix.F_OK, 0) == nil {
+		var st unix.Stat_t
+		if name != p.name && unix.Fstatat(p.parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT {
 			others++
 		}
 	}
@@ -92,6 +103,59 @@ func (g *Guard) refused(p *place) error {
 		return unix.EPERM
 	}
 	return nil
+}
+
+// where is the path of descriptor fd (the guard's own).
+func where(fd int) (string, error) {
+	return os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+}
+
+// loose says whether names are made in directory dir without the guard's
+// checks: outside its roots, or in a directory named .git.
+func (g *Guard) loose(dir string) bool { return !g.guards(dir) || inGitDir(dir) }
+
+// movedOut says whether a rename of src to dst would carry a directory
+// from where the guard makes no checks (outside its roots, in a .git
+// directory, a .git directory itself, or a work tree with a .git) to where
+// it does: a repository made there, bare or not, would come out whole,
+// none of its names made again. EPERM, or nil.
+func (g *Guard) movedOut(src, dst *place) error {
+	if src.name == "" || dst.name == "" {
+		return nil // nothing moves, or the kernel refuses the name
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(src.parent, src.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.ENOENT || (err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+		return nil // no directory: its own name was checked
+	}
+	if err == nil && isMountPoint(src.parent, src.name) {
+		return nil // a mount point (a protected .git): the kernel refuses it (EBUSY)
+	}
+	to, werr := where(dst.parent)
+	if werr != nil {
+		return unix.EPERM
+	}
+	if g.loose(to) {
+		return nil // into a loose place: no check there either
+	}
+	from, werr := where(src.parent)
+	if err != nil || werr != nil || g.loose(from) || strings.EqualFold(src.name, ".git") {
+		return unix.EPERM
+	}
+	// A work tree (a repository's root): its .git comes with it.
+	if unix.Fstatat(src.parent, src.name+"/.git", &st, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT {
+		return nil
+	}
+	return unix.EPERM
+}
+
+// isMountPoint says whether name in directory dir is a mount's root.
+func isMountPoint(dir int, name string) bool {
+	var stx unix.Statx_t
+	if unix.Statx(dir, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_TYPE, &stx) != nil {
+		return false
+	}
+	return stx.Attributes_mask&stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 }
 
 // guards says whether dir lies beneath one of the guard's roots.
@@ -381,6 +445,32 @@ func (g *Guard) two(n *notif, mem int, rename bool, olddirfd int32, oldaddr uint
 	}
 	if err == nil && rename && flags&unix.RENAME_EXCHANGE != 0 && from.name != "" {
 		err = g.refused(&from)
+	}
+	if err == nil && !rename && flags&unix.AT_SYMLINK_FOLLOW != 0 && from.name != "" && !ownFDDir(int(n.pid), from.dir) {
+		// The kernel would follow a last symlink in the guard's name
+		// (into its own /proc entries): the guard follows it by hand, as
+		// for an open, but for the command's own descriptors.
+		flags &^= unix.AT_SYMLINK_FOLLOW
+		for hops := 0; err == nil && from.name != "" && !ownFDDir(int(n.pid), from.dir); hops++ {
+			var st unix.Stat_t
+			if hops > 40 {
+				err = unix.ELOOP
+				break
+			}
+			if unix.Fstatat(from.parent, from.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+				break // no symlink: the kernel answers
+			}
+			err = follow(&from, int(n.pid))
+		}
+		if err == nil && from.name != "" && ownFDDir(int(n.pid), from.dir) {
+			flags |= unix.AT_SYMLINK_FOLLOW
+		}
+	}
+	if err == nil && rename {
+		err = g.movedOut(&from, &to)
+	}
+	if err == nil && rename && flags&unix.RENAME_EXCHANGE != 0 {
+		err = g.movedOut(&to, &from)
 	}
 	if err != nil {
 		return err

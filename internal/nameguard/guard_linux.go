@@ -45,6 +45,10 @@ func Start(roots []string) (*Guard, error) {
 			ready <- fmt.Errorf("no_new_privs: %w", errno)
 			select {}
 		}
+		if err := noSocketsBeneath(roots); err != nil {
+			ready <- err
+			select {}
+		}
 		fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 		fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|filterWaitKillableRecv, uintptr(unsafe.Pointer(&fprog)))

@@ -129,3 +129,63 @@ true`)
 		t.Errorf("the guard opened its own files for the command: %q (stderr %q)", stdout, stderr)
 	}
 }
+
+// gitDirOf is the repository git, run in dir, would take hooks and
+// configuration from, or "".
+func gitDirOf(dir string) string {
+	cmd := exec.Command("git", "rev-parse", "--absolute-git-dir")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Ways around the checks that leave a repository git finds: the bare
+// layout completed by a name the guard never sees (a socket bound on a
+// socket pair's end) or counted wrong (dangling symlinks); a repository
+// made where nothing is checked (in a .git) and renamed out; a
+// submodule's repository made ahead in .git/modules; a link that follows
+// a symlink into the guard's own descriptors.
+func TestNoWayAroundTheChecks(t *testing.T) {
+	for _, tool := range []string{"git", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s: %v", tool, err)
+		}
+	}
+	g, dir := testGuard(t)
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(dir, "deep/y")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	bare := `printf '[core]\n\tbare = true\n' > %s/config`
+	for _, c := range []struct{ name, script, dir string }{
+		{"objects a bound socket", `mkdir -p l1/refs && echo 'ref: refs/heads/main' > l1/HEAD && ` + strings.ReplaceAll(bare, "%s", "l1") +
+			` && python3 -c 'import socket; a, b = socket.socketpair(); a.bind("l1/objects")'`, "l1"},
+		{"objects a dangling symlink", `mkdir -p l2 && ln -s o l2/objects && mkdir l2/refs && echo 'ref: refs/heads/main' > l2/HEAD && mkdir l2/o && ` + strings.ReplaceAll(bare, "%s", "l2"), "l2"},
+		{"HEAD a dangling symlink", `mkdir -p l3 && ln -s refs/heads/main l3/HEAD && mkdir l3/objects l3/refs && ` + strings.ReplaceAll(bare, "%s", "l3"), "l3"},
+		{"renamed out of a .git", `git init -q --bare deep/y/.git/l4 && mv deep/y/.git/l4 l4`, "l4"},
+		{"a .git renamed", `mv deep/y/.git l5`, "l5"},
+		{"a submodule's repository made ahead", `mkdir -p l6 && cd l6 && git init -q && git init -q --bare .git/modules/lib`, "l6/.git/modules/lib"},
+	} {
+		_, stderr, _ := bash(t, g, dir, c.script)
+		if got := gitDirOf(filepath.Join(dir, c.dir)); got == filepath.Join(dir, c.dir) {
+			t.Errorf("%s: git finds a repository the command made at %s (stderr %q)", c.name, c.dir, stderr)
+		}
+	}
+	stdout, stderr, err := bash(t, g, dir, `python3 - `+strconv.Itoa(os.Getpid())+` <<'EOF'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+me = int(sys.argv[1])
+for n in range(16):
+    os.symlink("/proc/%d/fd/%d" % (me, n), "m%d" % n)
+    if libc.linkat(-100, b"m%d" % n, -100, b"out%d" % n, 0x400) == 0:
+        print("linked", n)
+open("t", "w").close(); os.symlink("t", "viat")
+print("ok" if libc.linkat(-100, b"viat", -100, b"hard", 0x400) == 0 and os.path.samefile("t", "hard") else "not followed")
+EOF`)
+	if err != nil || strings.TrimSpace(stdout) != "ok" {
+		t.Errorf("a link followed a symlink in the guard's name: %v, stdout %q, stderr %q", err, stdout, stderr)
+	}
+}

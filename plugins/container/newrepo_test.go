@@ -2,6 +2,7 @@ package container_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,4 +92,68 @@ true`)
 			}
 		})
 	}
+}
+
+// Ways around the agent's checks that would leave a repository git finds
+// (see bash-sandbox's TestNoNewRepositoryLoopholes), tried in the
+// container: a socket bound as objects/, dangling symlinks in a bare
+// layout, a repository made in an unprotected .git and renamed out, a
+// submodule's repository made ahead; and .git/config.worktree stays
+// read-only.
+func TestContainerNoWayAroundTheGuard(t *testing.T) {
+	for _, name := range []string{"docker", "podman"} {
+		t.Run(name, func(t *testing.T) {
+			addr := engine(t, name)
+			ws := persisttest.NewRepo(t)
+			probe := buildProbe(t, t.TempDir())
+			bin, err := os.ReadFile(probe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, "probe"), bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("git", "init", "-q", filepath.Join(ws, "node_modules/y")).CombinedOutput(); err != nil {
+				t.Fatalf("git init: %v: %s", err, out)
+			}
+			x := newExecutor(t, addr, map[string]any{"workspace": ws})
+			bare := func(dir string) string {
+				return `printf '[core]\n\tbare = true\n' > ` + dir + `/config`
+			}
+			for _, c := range []struct{ name, command, dir string }{
+				{"objects a bound socket", `mkdir -p l1/refs && echo 'ref: refs/heads/main' > l1/HEAD && ` + bare("l1") + ` && ./probe bind-unix l1/objects`, "l1"},
+				{"objects a dangling symlink", `mkdir -p l2 && ln -s o l2/objects && mkdir l2/refs && echo 'ref: refs/heads/main' > l2/HEAD && mkdir l2/o && ` + bare("l2"), "l2"},
+				{"HEAD a dangling symlink", `mkdir -p l3 && ln -s refs/heads/main l3/HEAD && mkdir l3/objects l3/refs && ` + bare("l3"), "l3"},
+				{"renamed out of a .git", `d=node_modules/y/.git/l4 && mkdir -p $d/objects $d/refs && echo 'ref: refs/heads/main' > $d/HEAD && ` + bare("$d") + ` && mv $d l4`, "l4"},
+				{"a .git renamed", `mv node_modules/y/.git l5`, "l5"},
+				{"a submodule's repository made ahead", `d=.git/modules/lib && mkdir -p $d/objects $d/refs && echo 'ref: refs/heads/main' > $d/HEAD`, ".git/modules/lib"},
+			} {
+				res := run(t, x, pluginapi.SandboxWorkspaceWrite, c.command)
+				dir := filepath.Join(ws, c.dir)
+				if got := gitDirOf(dir); got == dir {
+					t.Errorf("ESCAPE: %s: git outside finds a repository the command made at %s; exit %d, stdout %q, stderr %q", c.name, c.dir, code(res), res.Stdout.Text, res.Stderr.Text)
+				}
+			}
+			if out, err := exec.Command("git", "-C", ws, "config", "extensions.worktreeConfig", "true").CombinedOutput(); err != nil {
+				t.Fatalf("git config: %v: %s", err, out)
+			}
+			res := run(t, x, pluginapi.SandboxWorkspaceWrite, `printf '[core]\n\tfsmonitor = "touch pwned; false"\n' >> .git/config.worktree`)
+			if data, _ := os.ReadFile(filepath.Join(ws, ".git/config.worktree")); strings.Contains(string(data), "fsmonitor") {
+				t.Errorf("ESCAPE: .git/config.worktree was written; exit %d, stderr %q", code(res), res.Stderr.Text)
+			}
+		})
+	}
+}
+
+// gitDirOf is the repository git, run outside in dir, would take hooks and
+// configuration from: its absolute git directory, or "".
+func gitDirOf(dir string) string {
+	cmd := exec.Command("git", "rev-parse", "--absolute-git-dir")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

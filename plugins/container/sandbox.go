@@ -263,7 +263,7 @@ func layoutFor(s Settings, mode pluginapi.SandboxMode, sockets []string) (layout
 		l.facts.Enforced = append(l.facts.Enforced, "protected paths: read-only binds inside the writable ones")
 	}
 	if len(l.guardRoots) > 0 {
-		l.facts.Enforced = append(l.facts.Enforced, "no-new-repositories: the agent makes every call that could make a name, and refuses a new repository beneath the workspace and writable roots")
+		l.facts.Enforced = append(l.facts.Enforced, "no-new-repositories: the agent makes every call that could make a name, and refuses a new repository beneath the workspace and writable roots, where no unix socket file can be bound either (Landlock)")
 	}
 	if l.readonlyRoot {
 		l.facts.Enforced = append(l.facts.Enforced, "read-only root file system", "/run and /var/tmp read-only (empty)")

@@ -32,6 +32,20 @@ const afVsock = 40
 type ioUringParams [120]byte
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "bind-unix" {
+		// A socket file at the path: one end of a socket pair, bound
+		// (bind makes a name, as mknod and open do).
+		try("bind-unix", func() error {
+			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+			if err != nil {
+				return err
+			}
+			defer syscall.Close(fds[0])
+			defer syscall.Close(fds[1])
+			return unwrap(syscall.Bind(fds[0], &syscall.SockaddrUnix{Name: os.Args[2]}))
+		})
+		return
+	}
 	if len(os.Args) == 2 {
 		switch os.Args[1] {
 		case "i386-socket":
