@@ -60,9 +60,11 @@ func (g *Guard) handle(n *notif) (int, error) {
 
 // refused says whether p's name may not be made: nil, or EPERM.
 func (g *Guard) refused(p *place) error {
+	// In any case: in a case-folding directory (chattr +F) git's lookup
+	// of each finds the name in another case.
 	git := strings.EqualFold(p.name, ".git")
-	common := p.name == "commondir"
-	bare := p.name == "HEAD" || p.name == "objects" || p.name == "refs"
+	common := strings.EqualFold(p.name, "commondir")
+	bare := strings.EqualFold(p.name, "HEAD") || strings.EqualFold(p.name, "objects") || strings.EqualFold(p.name, "refs")
 	dir, err := where(p.parent)
 	if err != nil {
 		return unix.EPERM // where it would be made is unknown: refused
@@ -77,7 +79,7 @@ func (g *Guard) refused(p *place) error {
 		// A submodule's repository, made ahead in .git/modules: git
 		// submodule update, run later outside, takes it for the
 		// submodule's, with its hooks and configuration.
-		if strings.HasSuffix(dir, "/modules") {
+		if len(dir) >= 8 && strings.EqualFold(dir[len(dir)-8:], "/modules") {
 			return unix.EPERM
 		}
 		return nil
@@ -95,7 +97,7 @@ func (g *Guard) refused(p *place) error {
 	others := 0
 	for _, name := range []string{"HEAD", "objects", "refs"} {
 		var st unix.Stat_t
-		if name != p.name && unix.Fstatat(p.parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT {
+		if !strings.EqualFold(name, p.name) && unix.Fstatat(p.parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT {
 			others++
 		}
 	}

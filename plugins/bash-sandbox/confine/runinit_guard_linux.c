@@ -269,8 +269,10 @@ static int where(int fd, char *dir);
 static long refused(struct dsh_guard *g, const struct place *p) {
 	const char *s = p->base;
 	unsigned long n = p->namelen;
-	int git = is_named(s, n, ".git", 1), common = is_named(s, n, "commondir", 0);
-	int bare = is_named(s, n, "HEAD", 0) || is_named(s, n, "objects", 0) || is_named(s, n, "refs", 0);
+	// In any case: in a case-folding directory (chattr +F) git's lookup
+	// of each finds the name in another case.
+	int git = is_named(s, n, ".git", 1), common = is_named(s, n, "commondir", 1);
+	int bare = is_named(s, n, "HEAD", 1) || is_named(s, n, "objects", 1) || is_named(s, n, "refs", 1);
 	char dir[PATH_MAX];
 	if (where(p->parent, dir) < 0)
 		return EPERM; // where it would be made is unknown: refused
@@ -283,7 +285,7 @@ static long refused(struct dsh_guard *g, const struct place *p) {
 		// submodule update, run later outside, takes it for the
 		// submodule's, with its hooks and configuration.
 		unsigned long k = strlen(dir);
-		if (k >= 8 && strcmp(dir + k - 8, "/modules") == 0)
+		if (k >= 8 && strcasecmp(dir + k - 8, "/modules") == 0)
 			return EPERM;
 		return 0;
 	}
@@ -300,7 +302,7 @@ static long refused(struct dsh_guard *g, const struct place *p) {
 	int others = 0;
 	for (int i = 0; i < 3; i++) {
 		struct statx st;
-		if (is_named(s, n, layout[i], 0))
+		if (is_named(s, n, layout[i], 1))
 			continue;
 		long r = S5(SYS_statx, p->parent, layout[i], AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &st);
 		if (r == 0 || r != -ENOENT)
@@ -347,6 +349,8 @@ static int still_waiting(struct dsh_guard *g, const struct seccomp_notif *n) {
 // -errno.
 static long follow(struct place *p, int tid) {
 	char link[PATH_MAX], name[PATH_MAX];
+	if (p->namelen >= sizeof name)
+		return -ENAMETOOLONG;
 	memcpy(name, p->base, p->namelen);
 	name[p->namelen] = 0;
 	long k = S4(SYS_readlinkat, p->parent, name, link, sizeof link - 1);
