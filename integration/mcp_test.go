@@ -196,15 +196,28 @@ func TestMCPJobKill(t *testing.T) {
 // (host): an error result or any other answer fails the test.
 func pluginPID(t *testing.T, cs *mcp.ClientSession, host int) int {
 	t.Helper()
+	pid := answeringPID(t, cs)
+	checkPluginOf(t, pid, host)
+	return pid
+}
+
+// answeringPID is the pid of the plugin that runs a bash call now.
+func answeringPID(t *testing.T, cs *mcp.ClientSession) int {
+	t.Helper()
 	text, isErr := call(t, cs, "bash", map[string]any{"command": "echo $PPID"})
 	pid, err := strconv.Atoi(text)
 	if isErr || err != nil {
 		t.Fatalf("bash %q: %q (error %v), want the pid of the plugin that ran it", "echo $PPID", text, isErr)
 	}
+	return pid
+}
+
+// checkPluginOf fails unless pid is a child of dsh-host (host).
+func checkPluginOf(t *testing.T, pid, host int) {
+	t.Helper()
 	if p, ok := wedgeStat(pid); !ok || p.ppid != host {
 		t.Fatalf("the command's parent %d is not a plugin of dsh-host %d (its parent: %d)", pid, host, p.ppid)
 	}
-	return pid
 }
 
 // waitNewPlugin calls bash until a plugin of dsh-host (host) other than
@@ -216,7 +229,10 @@ func waitNewPlugin(t *testing.T, cs *mcp.ClientSession, host, old int) int {
 	was, _ := wedgeStat(old)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if now := pluginPID(t, cs, host); now != old {
+		// The old plugin may answer a call that came before the
+		// signal was taken, and be gone by the time it is looked at.
+		if now := answeringPID(t, cs); now != old {
+			checkPluginOf(t, now, host)
 			for gone := time.Now().Add(10 * time.Second); was.alive(); time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(gone) {
 					t.Fatalf("the old plugin %d still runs 10s after the new one, %d, answered", old, now)
