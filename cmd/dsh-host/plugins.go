@@ -29,8 +29,8 @@ func pluginsCmd(args []string) int {
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q: plugins takes flags only", fs.Arg(0))
 	}
-	pd := choosePluginDir(*dirFlag, nil)
-	if err := pd.check(); err != nil {
+	pd := host.Setup{PluginDir: *dirFlag, PluginDirSource: "--plugin-dir"}.ChoosePluginDir(nil)
+	if err := pd.Check(); err != nil {
 		return cannot(err)
 	}
 	selected, shadowed, err := listExecutors(pd)
@@ -71,7 +71,7 @@ type executorCopy struct {
 // listExecutors finds the executors by name, as --executor NAME looks them
 // up: each name's selected copy (built-in names first, then the plugin
 // directory's, by name) and the copies their names cannot reach.
-func listExecutors(pd pluginDir) (selected, shadowed []executorCopy, err error) {
+func listExecutors(pd host.PluginDir) (selected, shadowed []executorCopy, err error) {
 	for _, name := range builtins.Names() {
 		ex, err := host.BuiltinExecutor(name)
 		if err != nil {
@@ -83,10 +83,10 @@ func listExecutors(pd pluginDir) (selected, shadowed []executorCopy, err error) 
 		}
 		selected = append(selected, executorCopy{ex, sum})
 	}
-	if _, err := os.Stat(pd.dir); err != nil && !pd.given() {
+	if _, err := os.Stat(pd.Dir); err != nil && !pd.Given() {
 		return selected, nil, nil // no plugin directory beside dsh-host
 	}
-	catalog, err := registry.Discover(pd.dir)
+	catalog, err := registry.Discover(pd.Dir)
 	if err != nil {
 		return nil, nil, err
 	}
