@@ -21,7 +21,7 @@ func SettingsSchema(title, own string) string {
 	if err := json.Unmarshal([]byte(localexec.SettingsSchemaProperties), &common); err != nil {
 		panic(err)
 	}
-	delete(common, "spillDir")
+	delete(common, pluginapi.SpillDirSetting)
 	var b strings.Builder
 	fmt.Fprintf(&b, `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
