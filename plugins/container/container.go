@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	ctr "github.com/moby/moby/api/types/container"
@@ -431,12 +432,12 @@ func removeContainer(ctx context.Context, c *client.Client, id string) error {
 // removeWithin bounds the retries of a container's removal.
 const removeWithin = 10 * time.Second
 
-// isGone says whether err says the container is no more (removed already,
-// or being removed by its AutoRemove).
+// isGone says whether err, the engine's answer to a forced removal, says
+// the container is no more: not found (removed already), or a conflict
+// (its removal is already under way, by its AutoRemove: with Force, the
+// engine refuses nothing else so).
 func isGone(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "No such container") || strings.Contains(msg, "no such container") ||
-		strings.Contains(msg, "is already in progress")
+	return cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err)
 }
 
 func short(id string) string { return id[:min(len(id), 12)] }

@@ -339,8 +339,9 @@ func keepalive(c *ssh.Client, interval time.Duration, setting int64, stop <-chan
 	}
 }
 
+// ignoreClosed drops the error of closing a connection closed already.
 func ignoreClosed(err error) error {
-	if err == nil || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed") {
+	if err == nil || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
