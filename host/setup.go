@@ -371,6 +371,46 @@ func (p PluginDir) Check() error {
 	return fmt.Errorf("%w: %s: host.pluginDir: %s: %s", ErrSettings, p.From, p.Dir, problem)
 }
 
+// Available is an executor a name can select, with its binary's SHA-256.
+type Available struct {
+	Executor Executor
+	SHA256   string
+}
+
+// Available lists the executors names select, as Load looks them up:
+// each name's copy (the built-in executors first, then dir's plugins, by
+// name), and dir's plugins whose names a built-in executor takes
+// (shadowed: only their paths reach them).
+func (s Setup) Available(dir PluginDir) (selected, shadowed []Available, err error) {
+	for _, name := range s.Builtins {
+		ex, err := BuiltinExecutor(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		sum, err := registry.FileSHA256(ex.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		selected = append(selected, Available{ex, sum})
+	}
+	if _, err := os.Stat(dir.Dir); err != nil && !dir.Given() {
+		return selected, nil, nil // no plugin directory beside the program
+	}
+	catalog, err := registry.Discover(dir.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range catalog.Entries() {
+		a := Available{Executor{Name: e.Name, Path: e.Path}, e.SHA256}
+		if slices.Contains(s.Builtins, e.Name) {
+			shadowed = append(shadowed, a)
+		} else {
+			selected = append(selected, a)
+		}
+	}
+	return selected, shadowed, nil
+}
+
 // options are the launch options of r's executors: the loggers, the spill
 // directory (made here), and the writable roots.
 func (r *Resolved) options() (Options, error) {
