@@ -5,4 +5,6 @@
 //
 // Launch starts the plugin and checks it with Describe; Host.Shell is the
 // executor; Host.Close terminates everything the plugin started and stops it.
+// Setup resolves executors as dsh-host does (names, the plugin directory,
+// the settings file and its checksum pins) and mounts them.
 package host

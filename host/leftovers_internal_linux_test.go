@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-host/dsh-host/internal/procstat"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -56,7 +57,7 @@ func TestKillTaggedKillsTheGroupsItsTaggedLeadersLead(t *testing.T) {
 		t.Errorf("killTagged found %d tagged processes, want 1 (the leader)", got)
 	}
 	<-waited
-	for deadline := time.Now().Add(3 * time.Second); alive(member); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Second); procstat.Alive(member); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(member, syscall.SIGKILL)
 			t.Fatal("the untagged member of a tagged leader's group outlived killTagged")
@@ -68,8 +69,8 @@ func TestKillTaggedKillsTheGroupsItsTaggedLeadersLead(t *testing.T) {
 // that names nothing: a process killTagged killed counts as gone once it
 // is a zombie (its parent reaps it), not before.
 func TestAliveTellsTheLivingFromZombies(t *testing.T) {
-	if !alive(os.Getpid()) {
-		t.Error("alive(this process) is false")
+	if !procstat.Alive(os.Getpid()) {
+		t.Error("procstat.Alive(this process) is false")
 	}
 	cmd := exec.Command("true")
 	if err := cmd.Start(); err != nil {
@@ -89,11 +90,11 @@ func TestAliveTellsTheLivingFromZombies(t *testing.T) {
 			t.Fatalf("true (pid %d) is no zombie after 10s: %s", pid, stat)
 		}
 	}
-	if alive(pid) {
-		t.Errorf("alive(a zombie) is true")
+	if procstat.Alive(pid) {
+		t.Errorf("procstat.Alive(a zombie) is true")
 	}
 	_ = cmd.Wait()
-	if alive(pid) {
-		t.Errorf("alive(a reaped pid) is true")
+	if procstat.Alive(pid) {
+		t.Errorf("procstat.Alive(a reaped pid) is true")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsh-host/dsh-host/internal/procstat"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -41,7 +42,7 @@ func killTagged(prefix string) int {
 	// Return once they are gone: whoever asked may report them dead.
 	deadline := time.Now().Add(killTaggedWait)
 	for _, pid := range killed {
-		for alive(pid) && time.Now().Before(deadline) {
+		for procstat.Alive(pid) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
@@ -50,13 +51,3 @@ func killTagged(prefix string) int {
 
 // killTaggedWait bounds how long killTagged waits for what it killed to die.
 const killTaggedWait = 2 * time.Second
-
-// alive reports whether pid is a live process (not a zombie).
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
-}

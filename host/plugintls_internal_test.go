@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/dsh-host/dsh-host/internal/procstat"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -73,7 +74,7 @@ func TestPluginConnectionIsMutualTLS(t *testing.T) {
 				t.Errorf("a client with %s was answered", tc.name)
 			}
 			client.Kill()
-			if p := cmd.Process; p != nil && alive(p.Pid) {
+			if p := cmd.Process; p != nil && procstat.Alive(p.Pid) {
 				t.Errorf("the plugin %d outlived its client", p.Pid)
 			}
 		})

@@ -7,14 +7,11 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
-// spillDirKey is the setting an executor takes its spill directory from.
-const spillDirKey = "spillDir"
-
 // withSpillDir adds spillDir to settings when dir is set, the settings name
 // none, and the executor's schema has the key; other settings pass as they
 // are.
 func withSpillDir(settings []byte, desc pluginapi.Description, dir string) ([]byte, error) {
-	if dir == "" || !schemaHas(desc.SettingsSchema, spillDirKey) {
+	if dir == "" || !schemaHas(desc.SettingsSchema, pluginapi.SpillDirSetting) {
 		return settings, nil
 	}
 	m := map[string]any{}
@@ -23,10 +20,10 @@ func withSpillDir(settings []byte, desc pluginapi.Description, dir string) ([]by
 			return nil, fmt.Errorf("settings: %w", err)
 		}
 	}
-	if _, set := m[spillDirKey]; set {
+	if _, set := m[pluginapi.SpillDirSetting]; set {
 		return settings, nil
 	}
-	m[spillDirKey] = dir
+	m[pluginapi.SpillDirSetting] = dir
 	return json.Marshal(m)
 }
 

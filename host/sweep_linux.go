@@ -6,31 +6,15 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/dsh-host/dsh-host/internal/procstat"
 )
 
 // processIdentity names process pid for as long as it lives: its pid and
 // its start time (a pid alone may be another process's by the time it is
 // read).
 func processIdentity(pid int) string {
-	return fmt.Sprintf("%d %s", pid, startTime(pid))
-}
-
-// startTime is field 22 of /proc/PID/stat (clock ticks since boot), or ""
-// when the process is gone.
-func startTime(pid int) string {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19] // field 22, counted from the state (field 3)
+	return fmt.Sprintf("%d %s", pid, procstat.StartTime(pid))
 }
 
 // ownerAlive says whether the process an owner file names still lives.
@@ -41,7 +25,7 @@ func ownerAlive(owner string) bool {
 	if !ok || err != nil || pid <= 0 {
 		return true
 	}
-	now := startTime(pid)
+	now := procstat.StartTime(pid)
 	return now != "" && now == start
 }
 

@@ -14,6 +14,12 @@ const ServiceShell = "shell"
 // a host fills it from the settings file's sandbox section.
 const SandboxPolicySetting = "sandboxPolicy"
 
+// SpillDirSetting is the settings key of the directory an executor keeps
+// its spill files in, where its schema declares it: a host that keeps
+// spill files of its own (a directory that outlives a plugin that dies)
+// fills it, unless the settings name one.
+const SpillDirSetting = "spillDir"
+
 // ShellExecutor runs shell commands. Every method takes ctx first.
 //
 // Cancelling ctx means: for Describe, Resolve, Close, ReadOutput, Kill and

@@ -8,6 +8,8 @@ import (
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/internal/syscalldeny"
 )
 
 // refuseSetID loads, on every thread of this process and so on everything
@@ -21,7 +23,8 @@ import (
 // not: so none is made. Copies and writes of such a file lose the bits
 // by the kernel's own rules (no CAP_FSETID in the container).
 func refuseSetID() error {
-	native, ok := auditArch[runtime.GOARCH]
+	arch, ok := syscalldeny.Arches[runtime.GOARCH]
+	native := arch.Audit
 	if !ok {
 		return fmt.Errorf("no seccomp architecture known for %s", runtime.GOARCH)
 	}
@@ -83,11 +86,4 @@ func refuseSetID() error {
 		return fmt.Errorf("seccomp: thread %d could not take the filter", thread)
 	}
 	return nil
-}
-
-// auditArch is the AUDIT_ARCH_* value of each architecture the agent is
-// built for.
-var auditArch = map[string]uint32{
-	"amd64": unix.AUDIT_ARCH_X86_64,
-	"arm64": unix.AUDIT_ARCH_AARCH64,
 }

@@ -34,7 +34,13 @@ func configCmd(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
 	defer cancel()
-	m, file, err := mf.mount(ctx)
+	setup := mf.setup()
+	resolved, err := setup.Load()
+	if err != nil {
+		return cannot(err)
+	}
+	file := resolved.File
+	m, err := resolved.Mount(ctx)
 	if err != nil {
 		return cannot(err)
 	}
@@ -44,7 +50,7 @@ func configCmd(args []string) int {
 	if sandbox == "" {
 		sandbox = "none"
 	}
-	path := mf.settingsPath()
+	path := setup.SettingsFilePath()
 	if path == "" {
 		path = "(none)"
 	}
@@ -60,19 +66,12 @@ func configCmd(args []string) int {
 		}
 		return fallback
 	}
-	executor := defaultExecutor
-	if len(mf.executors) > 0 {
-		executor = mf.executors.String()
-	} else if file != nil && len(file.Host.Executor) > 0 {
-		executor = strings.Join(file.Host.Executor, ",")
-	}
-	execFrom := origin("host", "executor", "default")
+	executors, execFrom := setup.ExecutorNames(file)
 	if len(mf.executors) > 0 {
 		execFrom = "--executor"
 	}
-	fmt.Fprintf(w, "host.executor\t%s\t%s\n", executor, execFrom)
-	pd := choosePluginDir(mf.pluginDir, file)
-	fmt.Fprintf(w, "host.pluginDir\t%s\t%s\n", pd.dir, pd.from)
+	fmt.Fprintf(w, "host.executor\t%s\t%s\n", strings.Join(executors, ","), execFrom)
+	fmt.Fprintf(w, "host.pluginDir\t%s\t%s\n", resolved.PluginDir.Dir, resolved.PluginDir.From)
 	if file != nil {
 		names := make([]string, 0, len(file.Host.Checksums))
 		for n := range file.Host.Checksums {

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/mcpserver"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
@@ -55,10 +54,13 @@ func mcpCmd(args []string) int {
 		pluginLevel = level
 	}
 	pluginLogger := hclog.New(&hclog.LoggerOptions{Name: "dsh-host", Output: os.Stderr, Level: pluginLevel})
-	r, ex, file, err := startRuntime(ctx, &mf, logger, pluginLogger)
+	setup := mf.setup()
+	setup.Logger, setup.PluginLogger = logger, pluginLogger
+	r, resolved, err := setup.StartRuntime(ctx)
 	if err != nil {
 		return cannot(err)
 	}
+	ex, file := resolved.Executors[0], resolved.File
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
@@ -66,7 +68,7 @@ func mcpCmd(args []string) int {
 			logger.Error("teardown", "error", err)
 		}
 	}()
-	policy, err := approvalPolicy(file)
+	policy, err := resolved.ApprovalPolicy()
 	if err != nil {
 		return cannot(err) // the deferred Close tears the runtime down
 	}
@@ -135,55 +137,4 @@ func usableWorkdir(dir string) (string, error) {
 		return "", fmt.Errorf("%w: %s is not a directory", pluginapi.ErrUnusableWorkdir, dir)
 	}
 	return abs, nil
-}
-
-// startRuntime mounts the executor of mf in a Runtime and applies the
-// settings file's shell section, checked against the executor's schema.
-func startRuntime(ctx context.Context, mf *mountFlags, logger, pluginLogger hclog.Logger) (*host.Runtime, host.Executor, *host.SettingsFile, error) {
-	file, execs, err := mf.load()
-	if err != nil {
-		return nil, host.Executor{}, nil, err
-	}
-	if len(execs) != 1 {
-		return nil, host.Executor{}, nil, fmt.Errorf("%w: mcp mounts one executor, not %d", errUsage, len(execs))
-	}
-	ex := execs[0]
-	roots, err := mf.writableRoots(file)
-	if err != nil {
-		return nil, ex, nil, err
-	}
-	r, err := host.StartRuntime(ctx, host.RuntimeOptions{
-		Options: host.Options{Executor: ex, Logger: logger, PluginLogger: pluginLogger, WritableRoots: roots},
-		Resolve: func(context.Context) (host.Executor, error) { return mf.resolveAgain(ex.Name) },
-	})
-	if err != nil {
-		return nil, ex, nil, err
-	}
-	if file != nil {
-		d, err := r.Shell().Describe(ctx)
-		if err == nil {
-			var section []byte
-			if section, err = file.ShellSettings(d); err == nil {
-				err = r.Configure(ctx, section)
-			}
-		}
-		if err != nil {
-			_ = r.Close(context.WithoutCancel(ctx))
-			return nil, ex, nil, err
-		}
-	}
-	return r, ex, file, nil
-}
-
-// approvalPolicy reads the approval section of file, checked against its
-// schema; without a file, every default.
-func approvalPolicy(file *host.SettingsFile) (host.ApprovalPolicy, error) {
-	var raw []byte
-	if file != nil {
-		var err error
-		if raw, err = file.Section("approval", host.ApprovalSchema); err != nil {
-			return host.ApprovalPolicy{}, err
-		}
-	}
-	return host.ParseApprovalPolicy(raw)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/plugins/builtins"
-	"github.com/dsh-host/dsh-host/registry"
 )
 
 // describeTimeout bounds launching one executor to ask what it is.
@@ -29,11 +28,12 @@ func pluginsCmd(args []string) int {
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q: plugins takes flags only", fs.Arg(0))
 	}
-	pd := choosePluginDir(*dirFlag, nil)
-	if err := pd.check(); err != nil {
+	setup := host.Setup{Builtins: builtins.Names(), PluginDir: *dirFlag, PluginDirSource: "--plugin-dir"}
+	pd := setup.ChoosePluginDir(nil) // the settings' host.pluginDir is not read here
+	if err := pd.Check(); err != nil {
 		return cannot(err)
 	}
-	selected, shadowed, err := listExecutors(pd)
+	selected, shadowed, err := setup.Available(pd)
 	if err != nil {
 		return cannot(err)
 	}
@@ -41,64 +41,24 @@ func pluginsCmd(args []string) int {
 	fmt.Fprintln(w, "NAME\tVERSION\tSANDBOX\tSELECTS\tSHA256")
 	status := 0
 	for _, c := range selected {
-		version, sandbox := describe(c.ex)
+		version, sandbox := describe(c.Executor)
 		if version == "" {
 			status = exitCannot
 		}
-		path := c.ex.Path
-		if c.ex.Builtin {
+		path := c.Executor.Path
+		if c.Executor.Builtin {
 			path += " (built in)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.ex.Name, orDash(version), orDash(sandbox), path, c.sum)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Executor.Name, orDash(version), orDash(sandbox), path, c.SHA256)
 	}
 	_ = w.Flush()
 	if len(shadowed) > 0 {
 		fmt.Println()
 	}
 	for _, c := range shadowed {
-		fmt.Printf("shadowed: %s %s (sha256 %s): the name selects the built-in executor; give this path to --executor to run it\n", c.ex.Name, c.ex.Path, c.sum)
+		fmt.Printf("shadowed: %s %s (sha256 %s): the name selects the built-in executor; give this path to --executor to run it\n", c.Executor.Name, c.Executor.Path, c.SHA256)
 	}
 	return status
-}
-
-// executorCopy is one executor a name could mean: a built-in one, or a
-// binary of the plugin directory.
-type executorCopy struct {
-	ex  host.Executor
-	sum string
-}
-
-// listExecutors finds the executors by name, as --executor NAME looks them
-// up: each name's selected copy (built-in names first, then the plugin
-// directory's, by name) and the copies their names cannot reach.
-func listExecutors(pd pluginDir) (selected, shadowed []executorCopy, err error) {
-	for _, name := range builtins.Names() {
-		ex, err := host.BuiltinExecutor(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		sum, err := registry.FileSHA256(ex.Path)
-		if err != nil {
-			return nil, nil, err
-		}
-		selected = append(selected, executorCopy{ex, sum})
-	}
-	if _, err := os.Stat(pd.dir); err != nil && !pd.given() {
-		return selected, nil, nil // no plugin directory beside dsh-host
-	}
-	catalog, err := registry.Discover(pd.dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, e := range catalog.Entries() {
-		c := executorCopy{host.Executor{Name: e.Name, Path: e.Path}, e.SHA256}
-		if builtins.Has(e.Name) {
-			shadowed = append(shadowed, c)
-		} else {
-			selected = append(selected, c)
-		}
-	}
-	return selected, shadowed, nil
 }
 
 // describe launches ex to ask its version and sandbox mode; it answers

@@ -61,7 +61,11 @@ func runCmd(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	m, _, err := mf.mount(ctx)
+	resolved, err := mf.setup().Load()
+	if err != nil {
+		return cannot(err)
+	}
+	m, err := resolved.Mount(ctx)
 	if err != nil {
 		return cannot(err)
 	}
@@ -137,12 +141,6 @@ func joinModes(modes []pluginapi.SandboxMode) string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
-
-// executorList collects repeated --executor flags.
-type executorList []string
-
-func (l *executorList) String() string     { return strings.Join(*l, ",") }
-func (l *executorList) Set(v string) error { *l = append(*l, v); return nil }
 
 // liveOutput copies a command's streams to ours as they arrive and
 // remembers whether stdout ended in a newline, so the marker gets its own
@@ -221,7 +219,7 @@ func exitStatus(res pluginapi.RunResult) int {
 // cannot reports a failure and returns its exit status: 2 for the user's
 // mistake, 125 for the infrastructure's.
 func cannot(err error) int {
-	if errors.Is(err, errUsage) {
+	if errors.Is(err, errUsage) || errors.As(err, new(*host.CallerError)) {
 		return usageError("%s", cliError(err))
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", commandName, cliError(err))

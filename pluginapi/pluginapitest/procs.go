@@ -122,16 +122,7 @@ func groupMembers(pgid int) ([]int, error) {
 	}
 	var pids []int
 	for _, pid := range all {
-		stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
-		if err != nil {
-			continue
-		}
-		// After the ")" closing the command name: state, ppid, pgrp, ...
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
+		fields := statFields(pid)
 		if len(fields) < 3 || fields[0] == "Z" {
 			continue
 		}
@@ -232,12 +223,24 @@ func hostPIDs(r procRef) ([]int, error) {
 
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool {
+	f := statFields(pid)
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// statFields are the fields of /proc/PID/stat after the ")" closing the
+// command name (state, ppid, pgrp, ...), nil when it cannot be read. The
+// contract's kit imports nothing of the module, so it keeps this reading
+// of its own (internal/procstat is the host's and the executors').
+func statFields(pid int) []string {
 	stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return false
+		return nil
 	}
 	i := strings.LastIndexByte(string(stat), ')')
-	return i >= 0 && !strings.HasPrefix(string(stat[i+1:]), " Z")
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
 }
 
 // ints parses the whitespace-separated integers in s (PIDs a command

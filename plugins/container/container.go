@@ -29,12 +29,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	ctr "github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/client"
 
+	"github.com/dsh-host/dsh-host/internal/agentbin"
 	"github.com/dsh-host/dsh-host/internal/binarytrust"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -430,12 +432,12 @@ func removeContainer(ctx context.Context, c *client.Client, id string) error {
 // removeWithin bounds the retries of a container's removal.
 const removeWithin = 10 * time.Second
 
-// isGone says whether err says the container is no more (removed already,
-// or being removed by its AutoRemove).
+// isGone says whether err, the engine's answer to a forced removal, says
+// the container is no more: not found (removed already), or a conflict
+// (its removal is already under way, by its AutoRemove: with Force, the
+// engine refuses nothing else so).
 func isGone(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "No such container") || strings.Contains(msg, "no such container") ||
-		strings.Contains(msg, "is already in progress")
+	return cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err)
 }
 
 func short(id string) string { return id[:min(len(id), 12)] }
@@ -457,22 +459,9 @@ func agentFor(s Settings, arch string) (string, error) {
 	if arch == "" {
 		arch = "amd64"
 	}
-	path := s.Agent
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("container: finding the agent: %w", err)
-		}
-		exe, _ = filepath.EvalSymlinks(exe)
-		// bin/plugins/dsh-executor-container → bin/agent/linux-ARCH/dsh-agent
-		path = filepath.Join(filepath.Dir(filepath.Dir(exe)), "agent", "linux-"+arch, "dsh-agent")
-	}
-	fi, err := os.Stat(path)
+	path, err := agentbin.Find(s.Agent, arch, "the image")
 	if err != nil {
-		return "", fmt.Errorf("container: the agent for linux/%s: %w (make agents builds it; or set shell.agent)", arch, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("container: the agent %s is not a file", path)
+		return "", fmt.Errorf("container: %w", err)
 	}
 	// The agent gets a plugin binary's placement check: one that a
 	// command could replace (beneath the workspace or a writable root,
@@ -484,9 +473,6 @@ func agentFor(s Settings, arch string) (string, error) {
 	}
 	if err != nil {
 		return "", fmt.Errorf("container: the agent %w", err)
-	}
-	if got := remoteexec.ELFArch(real); got != "" && got != arch {
-		return "", fmt.Errorf("container: the agent %s is built for %s, the image for %s", path, got, arch)
 	}
 	return real, nil
 }
@@ -508,7 +494,7 @@ func newAttachStream(h client.HijackedResponse, name string) *attachStream {
 	out := newBufPipe(attachBuffer)
 	a := &attachStream{h: h, out: out, noSide: make(chan struct{})}
 	go func() {
-		_, err := stdcopy.StdCopy(out, agentStderr{prefixed{name}, a.sideRefused}, h.Reader)
+		_, err := stdcopy.StdCopy(out, agentStderr{agentbin.Stderr{W: os.Stderr, Where: name}, a.sideRefused}, h.Reader)
 		a.sideRefused() // the stream ended
 		out.CloseWithError(err)
 	}()
@@ -553,17 +539,4 @@ func (a *attachStream) Close() error {
 		a.out.Close()
 	})
 	return nil
-}
-
-// prefixed writes the agent's stderr to this process's, naming where it
-// came from.
-type prefixed struct{ name string }
-
-func (p prefixed) Write(b []byte) (int, error) {
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line != "" {
-			fmt.Fprintf(os.Stderr, "%s: %s", p.name, line)
-		}
-	}
-	return len(b), nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/moby/moby/client"
+
+	"github.com/dsh-host/dsh-host/internal/procstat"
 )
 
 // machineID names this machine in a container's labels: a sweep only
@@ -24,31 +26,17 @@ func machineID() string {
 // pluginLabel names this process: its pid and its start time (a pid
 // alone may be another process's by the time a sweep reads it).
 func pluginLabel() string {
-	return strconv.Itoa(os.Getpid()) + "@" + startTime(os.Getpid())
+	return strconv.Itoa(os.Getpid()) + "@" + procstat.StartTime(os.Getpid())
 }
 
-// startTime is a process's start time in clock ticks since boot, from
-// /proc; "" when it cannot be read (the process is gone).
-func startTime(pid int) string {
-	f := procStat(pid)
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19] // field 22 of stat: starttime
-}
-
-// procStat is a process's /proc stat past its name (field 3 on), or nil
-// when it cannot be read.
+// procStat is a process's /proc stat fields from the state on, or nil:
+// the side stream's peer check reads it.
 func procStat(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	info, ok := procstat.Read(pid)
+	if !ok {
 		return nil
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
+	return []string{info.State, strconv.Itoa(info.PPID), strconv.Itoa(info.PGRP)}
 }
 
 // alive says whether the plugin a label names still runs.
@@ -58,7 +46,7 @@ func alive(label string) bool {
 	if !ok || err != nil || n <= 0 {
 		return false
 	}
-	return startTime(n) == start
+	return procstat.StartTime(n) == start
 }
 
 // sweep removes the containers this executor made on this machine whose

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/internal/procstat"
 )
 
 // leftoverDeadline bounds the hunt for a command's leftovers after its shell
@@ -179,8 +181,8 @@ func (r *reaper) orphans(classify func(tag string, state tagState) verdict) (tar
 
 // isZombie reports whether pid has exited and waits to be reaped.
 func isZombie(pid int) bool {
-	f := statFields(strconv.Itoa(pid))
-	return len(f) > 0 && f[0] == "Z"
+	info, _ := procstat.Read(pid)
+	return info.State == "Z"
 }
 
 // tagState says what reading a process's tag found.
@@ -246,28 +248,10 @@ func ownChildren() []int {
 	return pids
 }
 
-// statFields returns the fields of /proc/PID/stat after the command name:
-// state, ppid, pgrp, ...
-func statFields(pid string) []string {
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(stat[i+1:]))
-}
-
 // pgidOf is the process group of pid, or 0.
 func pgidOf(pid int) int {
-	f := statFields(strconv.Itoa(pid))
-	if len(f) < 3 {
-		return 0
-	}
-	g, _ := strconv.Atoi(f[2])
-	return g
+	info, _ := procstat.Read(pid)
+	return info.PGRP
 }
 
 // groupMembers lists the live (not zombie) processes in group pgid.
@@ -282,11 +266,7 @@ func groupMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		f := statFields(e.Name())
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+		if info, ok := procstat.Read(pid); ok && !info.Exited() && info.PGRP == pgid {
 			pids = append(pids, pid)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-host/dsh-host/internal/procstat"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -140,7 +141,7 @@ func leftoverPid(t *testing.T, e *Executor, command string) (int, pluginapi.RunR
 	t.Cleanup(func() {
 		// Only while it is still this process's child: the pid of a
 		// leftover the executor reaped may have been reused.
-		if f := statFields(strconv.Itoa(pid)); len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+		if info, ok := procstat.Read(pid); !ok || info.PPID != os.Getpid() {
 			return
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/internal/procstat"
 )
 
 // SweepPIDNamespace tells localexec that this process owns the PID
@@ -156,12 +157,9 @@ func scanProcs() map[int]procEntry {
 		if err != nil {
 			continue
 		}
-		f := statFields(e.Name())
-		if len(f) < 2 {
-			continue // gone
+		if info, ok := procstat.Read(pid); ok { // else gone
+			procs[pid] = procEntry{ppid: info.PPID, zombie: info.Exited()}
 		}
-		ppid, _ := strconv.Atoi(f[1])
-		procs[pid] = procEntry{ppid: ppid, zombie: strings.ContainsAny(f[0], "ZX")}
 	}
 	return procs
 }

@@ -2,7 +2,6 @@ package remoteexec
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,7 +21,7 @@ func SettingsSchema(title, own string) string {
 	if err := json.Unmarshal([]byte(localexec.SettingsSchemaProperties), &common); err != nil {
 		panic(err)
 	}
-	delete(common, "spillDir")
+	delete(common, pluginapi.SpillDirSetting)
 	var b strings.Builder
 	fmt.Fprintf(&b, `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -65,18 +64,4 @@ func ForwardedEnv(names []string, scrub localexec.Settings) []string {
 		name, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(hidden, name)
 	})
-}
-
-// ELFArch is the GOARCH name of an ELF binary's machine, "" when it is
-// not one this knows (or not an ELF binary).
-func ELFArch(path string) string {
-	f, err := elf.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	return map[elf.Machine]string{
-		elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386", elf.EM_ARM: "arm",
-		elf.EM_RISCV: "riscv64", elf.EM_PPC64: "ppc64le", elf.EM_S390: "s390x",
-	}[f.Machine]
 }

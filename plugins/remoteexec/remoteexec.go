@@ -329,14 +329,14 @@ func SplitSettings(raw []byte, own ...string) (target, agent []byte, err error) 
 	if err := json.Unmarshal([]byte(localexec.SettingsSchemaProperties), &common); err != nil {
 		return nil, nil, err
 	}
-	delete(common, "spillDir")
+	delete(common, pluginapi.SpillDirSetting)
 	if err := json.Unmarshal(rest, &left); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(left)) {
 		if _, ok := common[k]; !ok {
-			if k == "spillDir" {
-				return nil, nil, fmt.Errorf("%w: spillDir: the spill files are where the commands run, in the agent's own directory", pluginapi.ErrInvalidSettings)
+			if k == pluginapi.SpillDirSetting {
+				return nil, nil, fmt.Errorf("%w: %s: the spill files are where the commands run, in the agent's own directory", pluginapi.ErrInvalidSettings, pluginapi.SpillDirSetting)
 			}
 			return nil, nil, fmt.Errorf("%w: unknown key %q", pluginapi.ErrInvalidSettings, k)
 		}

@@ -32,6 +32,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/dsh-host/dsh-host/internal/agentbin"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 	"github.com/dsh-host/dsh-host/plugins/remoteexec"
@@ -197,7 +198,7 @@ func start(ctx context.Context, c *ssh.Client, s Settings, agentPart []byte, whe
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %s: uname -m: %w", where, err)
 	}
-	goarch := map[string]string{"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64"}[strings.TrimSpace(arch)]
+	goarch := agentbin.UnameArch(arch)
 	if goarch == "" {
 		return nil, fmt.Errorf("ssh: %s is %s: the agent is built for x86_64 and aarch64", where, strings.TrimSpace(arch))
 	}
@@ -238,7 +239,7 @@ func start(ctx context.Context, c *ssh.Client, s Settings, agentPart []byte, whe
 		sess.Close()
 		return nil, err
 	}
-	sess.Stderr = prefixed{where}
+	sess.Stderr = agentbin.Stderr{W: logOutput, Where: where, Mu: &logMu}
 	if err := sess.Start(cmd); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("ssh: %s: starting the agent: %w", where, err)
@@ -338,8 +339,9 @@ func keepalive(c *ssh.Client, interval time.Duration, setting int64, stop <-chan
 	}
 }
 
+// ignoreClosed drops the error of closing a connection closed already.
 func ignoreClosed(err error) error {
-	if err == nil || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed") {
+	if err == nil || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
@@ -365,25 +367,18 @@ func output(c *ssh.Client, cmd, where string) (string, error) {
 
 // localAgent is the agent binary to upload for goarch, and its SHA-256.
 func localAgent(path, goarch string) (string, string, error) {
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", "", fmt.Errorf("ssh: finding the agent: %w", err)
-		}
-		exe, _ = filepath.EvalSymlinks(exe)
-		path = filepath.Join(filepath.Dir(filepath.Dir(exe)), "agent", "linux-"+goarch, "dsh-agent")
+	path, err := agentbin.Find(path, goarch, "the target")
+	if err != nil {
+		return "", "", fmt.Errorf("ssh: %w", err)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", "", fmt.Errorf("ssh: the agent for linux/%s: %w (make agents builds it; or set shell.agent)", goarch, err)
+		return "", "", fmt.Errorf("ssh: the agent: %w", err)
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", "", err
-	}
-	if got := remoteexec.ELFArch(path); got != "" && got != goarch {
-		return "", "", fmt.Errorf("ssh: the agent %s is built for %s, the target is %s", path, got, goarch)
 	}
 	return path, hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -453,16 +448,4 @@ func logf(format string, args ...any) {
 	logMu.Lock()
 	defer logMu.Unlock()
 	fmt.Fprintf(logOutput, format, args...)
-}
-
-// prefixed writes the agent's stderr to the log, naming where.
-type prefixed struct{ where string }
-
-func (p prefixed) Write(b []byte) (int, error) {
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line != "" {
-			logf("%s: %s", p.where, line)
-		}
-	}
-	return len(b), nil
 }

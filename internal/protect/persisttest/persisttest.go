@@ -11,6 +11,7 @@
 package persisttest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -214,7 +215,7 @@ func paged(t *testing.T, ws string) error {
 	cmd.Dir, cmd.Env = ws, gitEnv(t)
 	out, err := cmd.CombinedOutput()
 	t.Logf("outside: git --paginate log on a terminal: %v: %.300q", err, out)
-	if err != nil && strings.Contains(err.Error(), "executable file not found") {
+	if errors.Is(err, exec.ErrNotFound) {
 		return err
 	}
 	return nil
