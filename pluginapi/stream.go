@@ -47,27 +47,13 @@ func ServeStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteClo
 	return why
 }
 
-// ServeSideStream serves impl over a second stream, beside the one
-// ServeStream serves, until it ends or ctx is done, and returns why it
-// stopped (ErrStreamClosed when the stream ended). It does not close
-// impl: the stream ServeStream serves is the lifeline, whose end ends
-// the agent; a side stream only carries calls (a faster path than the
-// lifeline, which the agent dialled). It closes the stream. A process
-// started over one stream is known to that stream's calls alone.
-func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) error {
-	why, stopServing := serveStream(ctx, impl, stream)
-	stopServing()
-	return why
-}
-
 // serveStream serves impl over stream until the stream ends, ctx is done
 // or serving fails, and returns why, and what stops the serving and
 // closes the stream.
 func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) (why error, stop func()) {
-	growSendBuffer(stream)
 	conn := newStreamConn(stream)
 	life, endLife := context.WithCancel(context.Background())
-	srv := grpc.NewServer(serverWireOptions()...)
+	srv := grpc.NewServer()
 	pb.RegisterShellExecutorServer(srv, newGRPCServer(life, impl))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(&oneConnListener{conn: conn, closed: make(chan struct{})}) }()
@@ -124,11 +110,11 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 		}
 		return c, nil
 	}
-	conn, err := grpc.NewClient("passthrough:///executor-stream", append(dialWireOptions(),
+	conn, err := grpc.NewClient("passthrough:///executor-stream",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStreamMessage)),
-	)...)
+	)
 	if err != nil {
 		sc.Close()
 		return nil, err
