@@ -53,7 +53,7 @@ func ServeStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteClo
 func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) (why error, stop func()) {
 	conn := newStreamConn(stream)
 	life, endLife := context.WithCancel(context.Background())
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))
 	pb.RegisterShellExecutorServer(srv, newGRPCServer(life, impl))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(&oneConnListener{conn: conn, closed: make(chan struct{})}) }()
@@ -112,6 +112,7 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 	}
 	conn, err := grpc.NewClient("passthrough:///executor-stream",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
 		grpc.WithContextDialer(dial),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStreamMessage)),
 	)
@@ -127,6 +128,11 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 	conn.Connect()
 	return &StreamClient{grpcClient: &grpcClient{client: pb.NewShellExecutorClient(conn), life: life}, conn: conn, sc: sc}, nil
 }
+
+// streamWindow is a stream's fixed HTTP/2 window: with none set, gRPC
+// estimates one by pinging at each data frame, and each ping is a round trip
+// through the engine or the SSH channel that carries the stream.
+const streamWindow = 4 << 20
 
 // maxStreamMessage is the largest message a stream client takes: what a
 // plugin's gRPC server takes (go-plugin's default), since the same
