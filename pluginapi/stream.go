@@ -47,6 +47,18 @@ func ServeStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteClo
 	return why
 }
 
+// ServeSideStream serves impl over a second stream, beside the one
+// ServeStream serves, until it ends or ctx is done, and returns why it
+// stopped (ErrStreamClosed when the stream ended). It does not close
+// impl: the stream ServeStream serves is the lifeline, whose end ends
+// the agent; a side stream only carries calls. It closes the stream. A
+// process started over one stream is known to that stream's calls alone.
+func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) error {
+	why, stopServing := serveStream(ctx, impl, stream)
+	stopServing()
+	return why
+}
+
 // serveStream serves impl over stream until the stream ends, ctx is done
 // or serving fails, and returns why, and what stops the serving and
 // closes the stream.

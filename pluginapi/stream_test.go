@@ -236,28 +236,75 @@ func TestAFailedCloseOnTheAgentsSideIsReturned(t *testing.T) {
 	}
 }
 
+// A side stream carries calls beside the lifeline: its end stops only its
+// own serving, never the executor, which the lifeline's end still closes.
+func TestASideStreamsEndLeavesTheExecutorOpen(t *testing.T) {
+	x := newEchoExecutor()
+	lifeline, _, served := serveOverPipe(t, x)
+	hostEnd, agentEnd := net.Pipe()
+	side := make(chan error, 1)
+	go func() { side <- pluginapi.ServeSideStream(context.Background(), x, agentEnd) }()
+	c, err := pluginapi.DialStream(hostEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := run(t.Context(), c, "over the side"); err != nil || res.Stdout.Text != "over the side" {
+		t.Fatalf("a run over the side stream: %q, %v", res.Stdout.Text, err)
+	}
+	c.CloseStream()
+	select {
+	case err := <-side:
+		if !errors.Is(err, pluginapi.ErrStreamClosed) {
+			t.Errorf("ServeSideStream returned %v once its stream closed, want ErrStreamClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeSideStream still served 10s after its stream closed")
+	}
+	if n := x.closes.Load(); n != 0 {
+		t.Errorf("the executor was closed %d times when its side stream ended, want 0", n)
+	}
+	if _, err := run(t.Context(), lifeline, "still served"); err != nil {
+		t.Errorf("the lifeline, after the side stream ended: %v", err)
+	}
+	lifeline.CloseStream()
+	<-served.done
+	if n := x.closes.Load(); n != 1 {
+		t.Errorf("the executor was closed %d times once its lifeline ended, want 1", n)
+	}
+}
+
 // A stream whose other side never speaks (an agent whose host died as it
 // dialled, say) is served until ctx ends, and then no longer: gRPC's
 // server, stopping, waited for a handshake only the stream's end could
 // end, and the agent never returned.
 func TestAStreamNobodySpeaksOnStopsWithItsContext(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	defer goleak.VerifyNone(t, before)
-	hostEnd, pipeEnd := net.Pipe()
-	defer hostEnd.Close() // the host's side says nothing
-	agentEnd := &firstUse{Conn: pipeEnd, used: make(chan struct{})}
-	ctx, cancel := context.WithCancel(t.Context())
-	served := make(chan error, 1)
-	go func() { served <- pluginapi.ServeStream(ctx, newEchoExecutor(), agentEnd) }()
-	<-agentEnd.used // the server is in its handshake, which nobody answers
-	cancel()
-	select {
-	case err := <-served:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("serving ended with %v once its context ended, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serving a stream nobody spoke on went on 10 s after its context ended")
+	for _, side := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lifeline", true: "side stream"}[side], func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			defer goleak.VerifyNone(t, before)
+			hostEnd, pipeEnd := net.Pipe()
+			defer hostEnd.Close() // the host's side says nothing
+			agentEnd := &firstUse{Conn: pipeEnd, used: make(chan struct{})}
+			ctx, cancel := context.WithCancel(t.Context())
+			served := make(chan error, 1)
+			go func() {
+				if side {
+					served <- pluginapi.ServeSideStream(ctx, newEchoExecutor(), agentEnd)
+				} else {
+					served <- pluginapi.ServeStream(ctx, newEchoExecutor(), agentEnd)
+				}
+			}()
+			<-agentEnd.used // the server is in its handshake, which nobody answers
+			cancel()
+			select {
+			case err := <-served:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("serving ended with %v once its context ended, want context.Canceled", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("serving a stream nobody spoke on went on 10 s after its context ended")
+			}
+		})
 	}
 }
 

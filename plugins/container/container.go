@@ -3,8 +3,9 @@
 // so against Docker and against Podman's service alike. One long-lived
 // container per executor, with an init as PID 1, runs dsh-agent (mounted
 // read-only from this machine) as its main process, attached, and every
-// call goes to it (remoteexec) over the attached stream, whether the
-// engine is on this machine or another. When the attached stream closes (the
+// call goes to it (remoteexec): over a side stream the agent connects to
+// where the engine is on this machine (sidestream.go), else over the
+// attached stream. When the attached stream closes (the
 // executor closes, or its plugin dies) the agent kills what it started
 // and exits, and the container goes with it (auto-removed); Close also
 // removes it, and a start sweeps labelled containers whose plugin is dead.
@@ -14,6 +15,7 @@
 package container
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,7 +182,10 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		return nil, fmt.Errorf("container: the engine %s does not answer: %w", engineName(s), err)
 	}
-	t.swept.Do(func() { sweep(ctx, c) })
+	t.swept.Do(func() {
+		sweep(ctx, c)
+		sweepSideDirs()
+	})
 	img, err := c.ImageInspect(ctx, s.Image)
 	if err != nil {
 		return nil, fmt.Errorf("container: image %s: %w (images are not pulled: build or load it first)", s.Image, err)
@@ -246,13 +251,12 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		return nil, fmt.Errorf("container: %w", err)
 	}
 	host.Binds = append(host.Binds, protected.binds...)
-	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	id, side, err := createContainer(ctx, c, cfg, host, sideFor(c))
 	dropProfile()
 	if err != nil {
 		protected.release()
 		return nil, fmt.Errorf("container: creating a container of %s: %w", s.Image, err)
 	}
-	id := created.ID
 	remove := func(ctx context.Context) error {
 		defer c.Close()
 		// The placeholders go once the container that covers them is.
@@ -269,6 +273,9 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		err = fmt.Errorf("container: attaching to %s: %w", short(id), err)
 	}
 	if err != nil {
+		if side != nil {
+			side.close()
+		}
 		_ = remove(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -277,11 +284,77 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 	// Closing the lifeline ends the agent, and with it the session.
 	protected.watch(func() { stream.Close() })
 	t.protected.Store(protected)
-	return &remoteexec.Session{
+	sess := &remoteexec.Session{
 		Stream:  stream,
 		Cleanup: remove,
 		Where:   name + " of " + s.Image + " (" + string(t.mode) + ")",
-	}, nil
+	}
+	if side == nil {
+		return sess, nil
+	}
+	conn, err := side.accept(ctx, func(ctx context.Context) (int, error) {
+		in, err := c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err != nil || in.Container.State == nil {
+			return 0, fmt.Errorf("inspecting the container: %v", err)
+		}
+		return in.Container.State.Pid, nil
+	}, stream.noSide)
+	if err != nil {
+		if ctx.Err() != nil {
+			stream.Close()
+			_ = remove(context.WithoutCancel(ctx))
+			return nil, ctx.Err()
+		}
+		fmt.Fprintf(os.Stderr, "%s: no side stream (%v): calls cross the attached stream\n", name, err)
+		return sess, nil
+	}
+	// The attached stream is now the lifeline alone: what the agent
+	// writes there is read and dropped (its stderr still reaches the
+	// log), and closing it ends the agent.
+	go func() { _, _ = io.Copy(io.Discard, stream) }()
+	sess.Stream = conn
+	sess.Cleanup = func(ctx context.Context) error {
+		stream.Close()
+		return remove(ctx)
+	}
+	return sess, nil
+}
+
+// createContainer creates the container cfg and host describe, with
+// side's socket mounted and the agent told to connect to it when side is
+// not nil. An engine that refuses that mount (one in a VM that does not
+// share this machine's temporary directory) is asked again without it,
+// and calls cross the attached stream. It returns the container's id and
+// the side stream in use (nil when none is).
+func createContainer(ctx context.Context, c *client.Client, cfg *ctr.Config, host *ctr.HostConfig, side *sideListener) (string, *sideListener, error) {
+	if side != nil {
+		withSide, hostWithSide := *cfg, *host
+		withSide.Cmd = append(slices.Clip(cfg.Cmd), side.agentArgs()...)
+		hostWithSide.Binds = append(slices.Clip(host.Binds), side.bind())
+		created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &withSide, HostConfig: &hostWithSide})
+		if err == nil {
+			return created.ID, side, nil
+		}
+		side.close()
+		if ctx.Err() != nil || client.IsErrConnectionFailed(err) {
+			return "", nil, err // no engine to ask again
+		}
+		// (Should the engine have made the first container and its answer
+		// been lost, that container, never started, is not removed by
+		// AutoRemove: it carries this plugin's label, and the first start
+		// after this plugin ends sweeps it.)
+		created, again := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+		if again != nil {
+			return "", nil, again // not the mount's fault: the error without it
+		}
+		fmt.Fprintf(os.Stderr, "container %s: made without the side stream's socket, which the engine did not take (%v): calls cross the attached stream\n", short(created.ID), err)
+		return created.ID, nil, nil
+	}
+	created, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		return "", nil, err
+	}
+	return created.ID, nil, nil
 }
 
 // seccompOption is the security option that hands profile to engine c,
@@ -320,6 +393,21 @@ func seccompOption(ctx context.Context, c *client.Client, s Settings, profile []
 // isPodman says whether the engine that answered v is Podman's service.
 func isPodman(v client.ServerVersionResult) bool {
 	return slices.ContainsFunc(v.Components, func(c system.ComponentVersion) bool { return strings.HasPrefix(c.Name, "Podman") })
+}
+
+// sideFor is a side stream's socket for a container of engine c, or nil
+// where none can be made: the engine is on another machine (it is not
+// reached by a unix socket), or this system has none.
+func sideFor(c *client.Client) *sideListener {
+	if !sideStreams || !strings.HasPrefix(c.DaemonHost(), "unix://") {
+		return nil
+	}
+	side, err := listenSide()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "container: no side stream (%v): calls cross the attached stream\n", err)
+		return nil
+	}
+	return side
 }
 
 // removeContainer removes container id, or sees it gone (its AutoRemove
@@ -408,17 +496,49 @@ func agentFor(s Settings, arch string) (string, error) {
 // its stderr goes to this plugin's (the host's log).
 type attachStream struct {
 	h      client.HijackedResponse
-	out    *io.PipeReader
+	out    *bufPipe
 	closed sync.Once
+	// noSide is closed once no side stream can come: the stream ended,
+	// or the agent said on stderr that it could not connect.
+	noSide     chan struct{}
+	noSideOnce sync.Once
 }
 
 func newAttachStream(h client.HijackedResponse, name string) *attachStream {
-	r, w := io.Pipe()
+	out := newBufPipe(attachBuffer)
+	a := &attachStream{h: h, out: out, noSide: make(chan struct{})}
 	go func() {
-		_, err := stdcopy.StdCopy(w, prefixed{name}, h.Reader)
-		w.CloseWithError(err)
+		_, err := stdcopy.StdCopy(out, agentStderr{prefixed{name}, a.sideRefused}, h.Reader)
+		a.sideRefused() // the stream ended
+		out.CloseWithError(err)
 	}()
-	return &attachStream{h: h, out: r}
+	return a
+}
+
+// attachBuffer bounds the agent's stdout held for a reader: a reader that
+// lags holds the agent up, as a pipe does.
+const attachBuffer = 1 << 20
+
+// sideRefused says that no side stream will come.
+func (a *attachStream) sideRefused() { a.noSideOnce.Do(func() { close(a.noSide) }) }
+
+// agentNoSide begins what the agent writes on stderr when it cannot
+// connect to the side stream's socket (cmd/dsh-agent): it then serves
+// stdio alone, and nothing need wait for its connection.
+const agentNoSide = "dsh-agent: no side stream"
+
+// agentStderr is the agent's stderr: written to the log, and watched for
+// agentNoSide.
+type agentStderr struct {
+	log    io.Writer
+	noSide func()
+}
+
+func (e agentStderr) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(agentNoSide)) {
+		e.noSide()
+	}
+	return e.log.Write(b)
 }
 
 func (a *attachStream) Read(p []byte) (int, error)  { return a.out.Read(p) }

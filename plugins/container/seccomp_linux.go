@@ -93,7 +93,8 @@ const (
 
 // socketFamilies are the families a container's commands may open
 // sockets of: AF_UNIX (the container's mount namespace keeps the named
-// ones to what is mounted in), and with a network the IP families.
+// ones to what is mounted in, and the agent's side stream is one), and
+// with a network the IP families.
 func socketFamilies(network bool) []uint64 {
 	families := []uint64{syscalldeny.AFUnix}
 	if network {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/container"
 )
 
 // nobody is the uid and gid a test workspace is given to: not this
@@ -126,7 +127,11 @@ func TestCommandsRunAsTheWorkspaceOwner(t *testing.T) {
 			addr := engine(t, name)
 			ws := workspaceOf(t, nobody, nobody)
 			x := newExecutor(t, addr, map[string]any{"workspace": ws, "defaultOutputBytes": 1000})
+			before := container.SideStreamsOpened.Load()
 			res := run(t, x, "", "id -u; id -g; touch made; head -c 5000 /dev/zero | tr '\\0' x")
+			if n := container.SideStreamsOpened.Load() - before; n != 1 {
+				t.Errorf("an agent as 65534 opened %d side streams; want 1 (its socket is open to every user)", n)
+			}
 			lines := strings.SplitN(res.Stdout.Text, "\n", 3)
 			if code(res) != 0 || len(lines) < 3 || lines[0] != "65534" || lines[1] != "65534" {
 				t.Fatalf("a command with a workspace of uid 65534: %+v; want it to run as 65534:65534", res)
