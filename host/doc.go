@@ -1,7 +1,8 @@
 // Package host launches a shell executor plugin and serves its ShellExecutor
-// to Go callers: go-plugin over gRPC only, with AutoMTLS, versioned plugin
-// sets, an optional SHA-256 checksum of the binary, and plugin logs through
-// go-hclog.
+// to Go callers: go-plugin over gRPC only, with mutual TLS on keys the host
+// makes (ClientConfig.TLSConfig; the plugin's reach it on an inherited pipe),
+// versioned plugin sets, an optional SHA-256 checksum of the binary, and
+// plugin logs through go-hclog.
 //
 // Launch starts the plugin and checks it with Describe; Host.Shell is the
 // executor; Host.Close terminates everything the plugin started and stops it.

@@ -200,7 +200,6 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 		SecureConfig:     secure,
 		StartTimeout:     timeout,
 		Logger:           cmp.Or(opts.PluginLogger, logger).Named(ex.Name),
-		GRPCDialOptions:  pluginapi.PluginDialOptions(keys.client),
 	})
 	fail := func(err error) (*Host, error) {
 		client.Kill()

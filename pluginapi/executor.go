@@ -156,8 +156,12 @@ type ShellProcess interface {
 	// Kill terminates the process and its descendants. It reports false when
 	// the process had already finished. Safe to call more than once.
 	Kill(ctx context.Context) (bool, error)
-	// ReadOutput returns what the process wrote since the previous read;
-	// consecutive reads never deliver the same bytes twice.
+	// ReadOutput returns what the process wrote since the previous read,
+	// sized for a model: at most the spec's StdoutMaxBytes of stdout and
+	// StderrMaxBytes of stderr. What a read cannot take waits for the next
+	// one, or is dropped (Lossy) past the executor's unread buffer; the
+	// spill files keep every byte, for ReadSpill. Consecutive reads never
+	// deliver the same bytes twice.
 	ReadOutput(ctx context.Context) (OutputRead, error)
 	// Wait blocks until the process has finished, or ctx is done. A process
 	// always finishes: a spawn failure finishes as killed, its error on stderr.

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 )
 
 // ProtocolVersion is the go-plugin protocol version of shellexec.v1.
@@ -149,13 +148,7 @@ func Serve(impl ShellExecutor) {
 		VersionedPlugins: map[int]plugin.PluginSet{
 			ProtocolVersion: {PluginName: &ShellPlugin{Impl: impl, Life: life}},
 		},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, serverWireOptions()...)
-			if tlsConfig != nil {
-				opts = append(opts, grpc.Creds(gatheredTLS{credentials.NewTLS(tlsConfig)}))
-			}
-			return plugin.DefaultGRPCServer(opts)
-		},
+		GRPCServer:  plugin.DefaultGRPCServer,
 		TLSProvider: func() (*tls.Config, error) { return tlsConfig, tlsErr },
 		Logger:      logger,
 	})

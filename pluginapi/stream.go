@@ -51,9 +51,8 @@ func ServeStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteClo
 // ServeStream serves, until it ends or ctx is done, and returns why it
 // stopped (ErrStreamClosed when the stream ended). It does not close
 // impl: the stream ServeStream serves is the lifeline, whose end ends
-// the agent; a side stream only carries calls (a faster path than the
-// lifeline, which the agent dialled). It closes the stream. A process
-// started over one stream is known to that stream's calls alone.
+// the agent; a side stream only carries calls. It closes the stream. A
+// process started over one stream is known to that stream's calls alone.
 func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) error {
 	why, stopServing := serveStream(ctx, impl, stream)
 	stopServing()
@@ -64,10 +63,9 @@ func ServeSideStream(ctx context.Context, impl ShellExecutor, stream io.ReadWrit
 // or serving fails, and returns why, and what stops the serving and
 // closes the stream.
 func serveStream(ctx context.Context, impl ShellExecutor, stream io.ReadWriteCloser) (why error, stop func()) {
-	growSendBuffer(stream)
 	conn := newStreamConn(stream)
 	life, endLife := context.WithCancel(context.Background())
-	srv := grpc.NewServer(serverWireOptions()...)
+	srv := grpc.NewServer(grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))
 	pb.RegisterShellExecutorServer(srv, newGRPCServer(life, impl))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(&oneConnListener{conn: conn, closed: make(chan struct{})}) }()
@@ -124,11 +122,12 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 		}
 		return c, nil
 	}
-	conn, err := grpc.NewClient("passthrough:///executor-stream", append(dialWireOptions(),
+	conn, err := grpc.NewClient("passthrough:///executor-stream",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow),
 		grpc.WithContextDialer(dial),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStreamMessage)),
-	)...)
+	)
 	if err != nil {
 		sc.Close()
 		return nil, err
@@ -141,6 +140,11 @@ func DialStream(stream io.ReadWriteCloser) (*StreamClient, error) {
 	conn.Connect()
 	return &StreamClient{grpcClient: &grpcClient{client: pb.NewShellExecutorClient(conn), life: life}, conn: conn, sc: sc}, nil
 }
+
+// streamWindow is a stream's fixed HTTP/2 window: with none set, gRPC
+// estimates one by pinging at each data frame, and each ping is a round trip
+// through the engine or the SSH channel that carries the stream.
+const streamWindow = 4 << 20
 
 // maxStreamMessage is the largest message a stream client takes: what a
 // plugin's gRPC server takes (go-plugin's default), since the same

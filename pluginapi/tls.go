@@ -18,10 +18,10 @@ import (
 // mTLS instead.
 const TLSFDVar = "DSH_PLUGIN_TLS_FD"
 
-// The host makes both ends' keys (Ed25519: its own, and the plugin's),
-// which costs microseconds, where go-plugin's automatic mTLS makes a P-521
-// key and certificate in each process and signs the handshake with them
-// (about 40 ms of a cold `dsh-host run` on a small machine). The plugin's
+// The host makes both ends' keys and hands them to go-plugin through its
+// documented hooks (ClientConfig.TLSConfig in the host, ServeConfig.TLSProvider
+// here), as Vault does, rather than have each process make a P-521 key and
+// certificate for go-plugin's automatic mTLS on every start. The plugin's
 // private key reaches it only through an inherited pipe it reads at once,
 // never through its environment; the host's key never leaves the host.
 

@@ -106,7 +106,6 @@ func run() int {
 		return 1
 	}
 	localexec.ClaimAllChildren() // the executor is alone in this process
-	pluginapi.SetRelayProcs()    // its Go code only passes calls and output on
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	impl := localexec.New(cfg)

@@ -31,11 +31,10 @@ func containerEngine() (addr, image string) {
 // bin/agent), against the same `bash -c true` by the engine's exec API (a
 // new exec per command: create, attach, read to the end, inspect for the
 // exit code, as a per-command executor must), and against bash-local
-// through its plugin: interleaved, in the same run. Then what background
-// output of `yes` reaches the caller through the container each second
-// (warmOutputRate: the median of backgroundRuns windows after one
-// unmeasured, whose rate is reported too), and of a cheaper producer of
-// the same bytes (gnuLikeYes).
+// through its plugin: interleaved, in the same run. Then a model-sized
+// job_output read of a `yes` against one of a quiet job
+// (jobOutputBusyVsIdle), and a 256 MiB spill read through ReadSpill
+// against docker cp (readSpillVsDockerCp).
 func containerLatency(ctx context.Context, bin string, local pluginapi.ShellExecutor, n, warmup int) ([]figure, error) {
 	addr, image := containerEngine()
 	if addr == "" {
@@ -43,10 +42,11 @@ func containerLatency(ctx context.Context, bin string, local pluginapi.ShellExec
 		return nil, nil
 	}
 	settings, _ := json.Marshal(map[string]any{"engine": addr, "image": image})
-	h, err := host.Launch(ctx, host.Options{
+	containerOptions := host.Options{
 		Executor: host.Executor{Name: "container", Path: filepath.Join(filepath.Dir(bin), "plugins", "dsh-executor-container")},
 		Settings: settings,
-	})
+	}
+	h, err := host.Launch(ctx, containerOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +80,11 @@ func containerLatency(ctx context.Context, bin string, local pluginapi.ShellExec
 		return nil, err
 	}
 	executor, api, bl := median(times[0]), median(times[1]), median(times[2])
-	bgFirst, bg, err := warmOutputRate(ctx, inContainer, "yes", 1<<20, backgroundRuns)
+	busyVsIdle, err := jobOutputBusyVsIdle(ctx, containerOptions, "yes", n/5, warmup/5)
 	if err != nil {
 		return nil, err
 	}
-	_, gnuBg, err := warmOutputRate(ctx, inContainer, gnuLikeYes, 1<<20, backgroundRuns)
+	readSpill, err := containerReadSpill(ctx, bin, addr, image)
 	if err != nil {
 		return nil, err
 	}
@@ -93,24 +93,34 @@ func containerLatency(ctx context.Context, bin string, local pluginapi.ShellExec
 		{"container_vs_local_true_ratio", executor / bl, "x", "<=", 2},
 		{"container_true_median", executor, "ms", ">=", 0},
 		{"container_exec_api_true_median", api, "ms", ">=", 0},
-		{"container_background_throughput", bg / (1 << 20), "MiB/s", ">=", 100},
-		{"container_background_first_window_throughput", bgFirst / (1 << 20), "MiB/s", ">=", 0},
-		{"container_background_gnu_like_yes_throughput", gnuBg / (1 << 20), "MiB/s", ">=", 0},
+		{"job_output_busy_vs_idle_container", busyVsIdle, "x", "<=", 1.5},
+		{"container_readspill_vs_docker_cp", readSpill, "x", ">=", 0.8},
 	}, nil
 }
 
-// backgroundRuns is how many windows of 2 s a background throughput
-// through the container is the median of.
-const backgroundRuns = 3
+// containerReadSpill is readSpillVsDockerCp through a container executor
+// of its own, whose workspace is a temporary directory of this machine.
+func containerReadSpill(ctx context.Context, bin, addr, image string) (float64, error) {
+	ws, err := os.MkdirTemp("", "dsh-bench-ws-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(ws)
+	settings, _ := json.Marshal(map[string]any{"engine": addr, "image": image, "workspace": ws})
+	h, err := host.Launch(ctx, host.Options{
+		Executor: host.Executor{Name: "container", Path: filepath.Join(filepath.Dir(bin), "plugins", "dsh-executor-container")},
+		Settings: settings,
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close(ctx)
+	return readSpillVsDockerCp(ctx, h.Shell(), addr, ws, spillRuns)
+}
 
-// gnuLikeYes writes what `yes` writes, as GNU yes writes it (the local
-// step's producer): pages of "y\n" at a time. The image's yes is
-// busybox's, which puts every character through stdio and costs about as
-// much CPU per megabyte as the agent, the plugin and the host together:
-// on a machine of two CPUs it takes a share the executor then lacks.
-// Informational: what the executor carries from a cheaper producer. Each
-// argument is 4095 lines of "y"; yes ends it with the last newline.
-const gnuLikeYes = `yes "$(yes | head -n 4095)"`
+// spillRuns is how many reads of the spill, each way, a ReadSpill figure
+// is the median of.
+const spillRuns = 3
 
 // execTrue runs `bash -c true` in container id by the engine's exec API,
 // as a per-command executor does: a new exec, attached, read to its end,

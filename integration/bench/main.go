@@ -135,7 +135,7 @@ func run(bin string, n, warmup int, breakdown bool, only string) error {
 		{"sequential", func() ([]figure, error) { return sequential(ctx, shell, 1000) }},
 		{"concurrent", func() ([]figure, error) { return concurrent(ctx, shell, 64) }},
 		{"spill", func() ([]figure, error) { return spillThroughput(ctx, h, spillDir) }},
-		{"background", func() ([]figure, error) { return backgroundThroughput(ctx, shell) }},
+		{"background", func() ([]figure, error) { return backgroundThroughput(ctx, shell, bin, n, warmup) }},
 		{"cold", func() ([]figure, error) { return coldStart(ctx, bin, 20) }},
 		{"reload", func() ([]figure, error) { return hotReload(ctx, bin, 10) }},
 		{"mcp", func() ([]figure, error) { return mcpLatency(ctx, shell, bin, n, warmup) }},

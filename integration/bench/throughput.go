@@ -101,9 +101,15 @@ func spillThroughput(ctx context.Context, h *host.Host, dir string) ([]figure, e
 
 // backgroundThroughput is how many bytes per second reach the caller through
 // ReadOutput from a process writing as fast as it can, against reading the
-// same process's pipe directly. Informational: no target.
-func backgroundThroughput(ctx context.Context, shell pluginapi.ShellExecutor) ([]figure, error) {
-	viaPlugin, lossy, err := readOutputRate(ctx, shell, "yes", 0)
+// same process's pipe directly (informational: no target); and a
+// model-sized job_output read of such a process against one of a quiet
+// one, through bash-local (jobOutputBusyVsIdle).
+func backgroundThroughput(ctx context.Context, shell pluginapi.ShellExecutor, bin string, n, warmup int) ([]figure, error) {
+	viaPlugin, lossy, err := readOutputRate(ctx, shell, "yes")
+	if err != nil {
+		return nil, err
+	}
+	busyVsIdle, err := jobOutputBusyVsIdle(ctx, host.Options{Executor: host.Executor{Name: "bash-local", Path: bin, Args: host.ServeArgs("bash-local")}}, "yes", n, warmup)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +124,7 @@ func backgroundThroughput(ctx context.Context, shell pluginapi.ShellExecutor) ([
 	return []figure{
 		{note, viaPlugin / (1 << 20), "MiB/s", ">=", 0},
 		{"background_direct_pipe_throughput", direct / (1 << 20), "MiB/s", ">=", 0},
+		{"job_output_busy_vs_idle_bash_local", busyVsIdle, "x", "<=", 1.5},
 	}, nil
 }
 
@@ -126,10 +133,10 @@ const throughputWindow = 2 * time.Second
 
 // readOutputRate is how many bytes per second of command's output, run in
 // the background through shell, reach the caller through ReadOutput, in
-// reads of up to readBytes (the job's stdoutMaxBytes; 0: the default);
-// lossy says a read lost bytes (the command wrote faster).
-func readOutputRate(ctx context.Context, shell pluginapi.ShellExecutor, command string, readBytes int64) (rate float64, lossy bool, err error) {
-	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{Command: command, StdoutMaxBytes: readBytes})
+// reads of the default collection cap; lossy says a read lost bytes (the
+// command wrote faster).
+func readOutputRate(ctx context.Context, shell pluginapi.ShellExecutor, command string) (rate float64, lossy bool, err error) {
+	spec, err := shell.Resolve(ctx, pluginapi.ExecRequest{Command: command})
 	if err != nil {
 		return 0, false, err
 	}
@@ -179,27 +186,6 @@ func removeSpills(ctx context.Context, shell pluginapi.ShellExecutor, paths []st
 		return fmt.Errorf("removing the spill files: %s%s", res.Stdout.Text, res.Stderr.Text)
 	}
 	return nil
-}
-
-// warmOutputRate is readOutputRate's rate for a warm executor, taken as
-// the latency figures are: the first window unmeasured, then the median
-// of runs windows (the machines are shared; one window of 2 s swings by
-// a third with their load). first is the unmeasured window's rate: an
-// executor's first busy process ran about a tenth slower than the next
-// ones through a container, while its heaps, buffers and the processes'
-// first pages of memory grew.
-func warmOutputRate(ctx context.Context, shell pluginapi.ShellExecutor, command string, readBytes int64, runs int) (first, rate float64, err error) {
-	first, _, err = readOutputRate(ctx, shell, command, readBytes)
-	if err != nil {
-		return 0, 0, err
-	}
-	rates := make([]float64, runs)
-	for i := range rates {
-		if rates[i], _, err = readOutputRate(ctx, shell, command, readBytes); err != nil {
-			return 0, 0, err
-		}
-	}
-	return first, median(rates), nil
 }
 
 // directPipeRate is how many bytes per second this process reads from the

@@ -150,6 +150,33 @@ var outputCases = []suiteCase{
 			e.t.Errorf("a capped spill file must hold the stream's first spillCapBytes (5000); it holds %d bytes", len(got))
 		}
 	}},
+	{"output/a background read returns at most the collection cap; the rest waits", func(e *env) {
+		want := countOutput(5000)
+		p, err := e.x.Start(e.ctx, e.resolve(pluginapi.ExecRequest{Command: e.sh.Count(5000), StdoutMaxBytes: 1000}))
+		if err != nil {
+			e.t.Fatalf("Start must return a handle at once; an error only when nothing could be started: %v", err)
+		}
+		if _, err := p.Wait(e.ctx); err != nil {
+			e.t.Fatalf("Wait must settle with the process's exit, not an error: %v", err)
+		}
+		var got strings.Builder
+		for range len(want) {
+			r, err := p.ReadOutput(e.ctx)
+			if err != nil {
+				e.t.Fatalf("ReadOutput of a known process must not fail: %v", err)
+			}
+			if len(r.Delta) > 1000 || r.Lossy {
+				e.t.Fatalf("a read must return at most StdoutMaxBytes (1000) of stdout, and lose nothing the buffer holds: read %d bytes, lossy %v", len(r.Delta), r.Lossy)
+			}
+			if r.Delta == "" {
+				break
+			}
+			got.WriteString(r.Delta)
+		}
+		if got.String() != want {
+			e.t.Errorf("what a read cannot take must wait for the next ones: reads joined to %d bytes, want the stream's %d", got.Len(), len(want))
+		}
+	}},
 	{"output/background reads past the buffer are lossy; the spill keeps all", func(e *env) {
 		configure(e, `{"backgroundBufferBytes": 1000}`)
 		want := countOutput(10000)

@@ -14,10 +14,9 @@ import (
 	"time"
 )
 
-// The side stream: an engine's attached stdio carries at most about
-// 100 MiB/s here (dockerd and conmon copy every byte through their own
-// buffers), less once gRPC's frames and a read's round trip are added. So
-// the agent, started with --dial, also connects to a unix socket of this
+// The side stream: an engine's attached stdio passes every byte through
+// the engine's own processes (dockerd and the shim, or conmon), each a hop
+// in every call's round trip. So the agent, started with --dial, also connects to a unix socket of this
 // plugin's, bind-mounted read-only into the container, and every call
 // crosses that connection; the attached stream stays the lifeline (its
 // end still ends the agent, and everything it runs).

@@ -84,7 +84,7 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	}
 	if err == nil {
 		argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-		bp.p, err = spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv), bp.stdout, bp.stderr, true)
+		bp.p, err = spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv), bp.stdout, bp.stderr)
 	}
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.
@@ -148,10 +148,8 @@ func (bp *process) Kill(ctx context.Context) (bool, error) {
 // executor). A read is lossy when the unread buffer dropped bytes since
 // the previous one; such a delta starts at a UTF-8 boundary. A delta never
 // ends inside a UTF-8 character while more may come: its bytes wait for
-// the next read. A read that finds nothing unread while a batch of stdout
-// gathers waits for it: it is due within bulkPace (awaitBatch).
+// the next read.
 func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error) {
-	bp.awaitBatch(ctx)
 	out, outLost, outEnd := bp.stdout.unread.take(bp.readMax[0])
 	errOut, errLost, errEnd := bp.stderr.unread.take(bp.readMax[1])
 	if outLost {
@@ -167,24 +165,6 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 		StderrSpillPath: bp.stderr.spill.path,
 		Ends:            &pluginapi.StreamEnds{Stdout: outEnd, Stderr: errEnd},
 	}, nil
-}
-
-// awaitBatch waits, when nothing is unread, for the batch of stdout that
-// gathers, if one does (gathering): it is due within bulkPace. The wait
-// is bounded all the same, by twice that (a spill file's write may be
-// slow), and ends with ctx.
-func (bp *process) awaitBatch(ctx context.Context) {
-	batch := bp.p.batch.pending()
-	if batch == nil || !bp.stdout.unread.empty() || !bp.stderr.unread.empty() {
-		return
-	}
-	bound := time.NewTimer(2 * bulkPace)
-	defer bound.Stop()
-	select {
-	case <-batch:
-	case <-bound.C:
-	case <-ctx.Done():
-	}
 }
 
 // joinDelta is a read's text: out, then errOut under the stderr header.

@@ -35,8 +35,6 @@ type proc struct {
 	limitsReached []string
 
 	pipes   []*os.File // the read ends of stdout and stderr
-	bulk    *bulkPipe  // stdout, when it is read in bulk (pipes[0] is its read end)
-	batch   gathering  // when a batch of the bulk pipe's gathers
 	readers sync.WaitGroup
 	stdinW  *os.File
 
@@ -48,9 +46,8 @@ type proc struct {
 
 // spawn starts argv in workdir with env through launcher, in a new
 // process group, tagged for r, feeding stdin once and sending output to
-// stdout and stderr. A background process's stdout is a bulk pipe
-// (newBulkPipe), larger, and read in batches (copyBulk), not line by line.
-func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer, background bool) (*proc, error) {
+// stdout and stderr.
+func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec, env []string, stdout, stderr io.Writer) (*proc, error) {
 	tag := r.newTag()
 	l := Launch{Argv: argv, Dir: spec.Workdir, Env: append(env, ExecIDVar+"="+tag)}
 	p := &proc{tag: tag, reaper: r, grace: spec.KillGrace()}
@@ -62,7 +59,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		}
 	}()
 	for i := range 2 {
-		r, wr, err := p.outputPipe(background && i == 0)
+		r, wr, err := os.Pipe()
 		if err != nil {
 			p.closePipes()
 			return nil, fmt.Errorf("localexec: output pipe: %w", err)
@@ -113,14 +110,10 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 	p.group = newProcessGroup(child)
 	for i, w := range []io.Writer{stdout, stderr} {
 		p.readers.Add(1)
-		go func(r *os.File, w io.Writer, bulk *bulkPipe) {
+		go func(r *os.File, w io.Writer) {
 			defer p.readers.Done()
-			if bulk != nil {
-				copyBulk(w, bulk, &p.batch)
-				return
-			}
 			_, _ = io.Copy(w, r)
-		}(p.pipes[i], w, p.bulkAt(i))
+		}(p.pipes[i], w)
 	}
 	if p.stdinW != nil {
 		go func(w *os.File, data []byte) {
@@ -147,33 +140,6 @@ func (p *proc) closePipes() {
 	for _, f := range p.pipes {
 		f.Close()
 	}
-	if p.bulk != nil {
-		p.bulk.close() // its read end is pipes[0]: closed twice, harmless
-	}
-}
-
-// outputPipe makes the pipe of one output: a bulk pipe (p.bulk) when
-// bulk asks for one and the kernel can grow it, else an ordinary one.
-func (p *proc) outputPipe(bulk bool) (r, w *os.File, err error) {
-	if bulk {
-		b, w, err := newBulkPipe()
-		if err != nil {
-			return nil, nil, err
-		}
-		if b != nil {
-			p.bulk = b
-			return b.f, w, nil
-		}
-	}
-	return os.Pipe()
-}
-
-// bulkAt is the bulk pipe that output i (0 stdout, 1 stderr) is, if any.
-func (p *proc) bulkAt(i int) *bulkPipe {
-	if i == 0 {
-		return p.bulk
-	}
-	return nil
 }
 
 // interrupt asks the process group to stop, and kills it after the grace
@@ -231,10 +197,7 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	// with no goroutine between them.
 	stop := time.AfterFunc(drainDelay, func() {
 		for _, f := range p.pipes {
-			_ = f.SetReadDeadline(time.Now()) // not a bulk pipe's: outside the poller
-		}
-		if p.bulk != nil {
-			p.bulk.stop()
+			_ = f.SetReadDeadline(time.Now())
 		}
 	})
 	p.readers.Wait()

@@ -52,7 +52,7 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	stdout, stderr := e.runCollectors(spec) // each spills past its cap
 	argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
 	p, err := spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv),
-		teeWriter{stdout, pluginapi.Stdout, sink}, teeWriter{stderr, pluginapi.Stderr, sink}, false)
+		teeWriter{stdout, pluginapi.Stdout, sink}, teeWriter{stderr, pluginapi.Stderr, sink})
 	if err != nil {
 		if facts != nil && !errors.Is(err, pluginapi.ErrUnusableWorkdir) && !errors.Is(err, pluginapi.ErrMissingShell) {
 			facts.RunnerFailure = err.Error() // the sandbox could not start it

@@ -9,8 +9,8 @@ import (
 // awaitExit waits until child p has exited, parked in the netpoller on its
 // pidfd (readable once it exits) rather than in a blocking waitid: a
 // thread blocked in a system call keeps the Go runtime's sysmon polling
-// every 20 µs for as long as the command runs (a seventh of a plugin's CPU
-// time for short commands). The Wait that follows then returns at once.
+// at its shortest interval for as long as the command runs. The Wait that
+// follows then returns at once.
 // Where a pidfd cannot be had or polled, it returns at once, and Wait
 // blocks as before.
 func awaitExit(p *os.Process) {

@@ -60,7 +60,12 @@ type ShellExecutorClient interface {
 	Run(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RunInput, RunEvent], error)
 	// Start begins a background process and returns at once.
 	Start(ctx context.Context, in *StartRequest, opts ...grpc.CallOption) (*StartResponse, error)
-	// ReadOutput returns what a background process wrote since the last read.
+	// ReadOutput returns what a background process wrote since the last read,
+	// sized for a model: at most the spec's stdout_max_bytes of stdout and
+	// stderr_max_bytes of stderr (its collection caps) per read. What a read
+	// cannot take waits for the next one, or, past the executor's unread
+	// buffer, is dropped and the read is lossy. The spill files keep every
+	// byte; a bulk reader takes them through ReadSpill, in chunks.
 	ReadOutput(ctx context.Context, in *ReadOutputRequest, opts ...grpc.CallOption) (*ReadOutputResponse, error)
 	// Kill terminates a background process and its descendants.
 	Kill(ctx context.Context, in *KillRequest, opts ...grpc.CallOption) (*KillResponse, error)
@@ -231,7 +236,12 @@ type ShellExecutorServer interface {
 	Run(grpc.BidiStreamingServer[RunInput, RunEvent]) error
 	// Start begins a background process and returns at once.
 	Start(context.Context, *StartRequest) (*StartResponse, error)
-	// ReadOutput returns what a background process wrote since the last read.
+	// ReadOutput returns what a background process wrote since the last read,
+	// sized for a model: at most the spec's stdout_max_bytes of stdout and
+	// stderr_max_bytes of stderr (its collection caps) per read. What a read
+	// cannot take waits for the next one, or, past the executor's unread
+	// buffer, is dropped and the read is lossy. The spill files keep every
+	// byte; a bulk reader takes them through ReadSpill, in chunks.
 	ReadOutput(context.Context, *ReadOutputRequest) (*ReadOutputResponse, error)
 	// Kill terminates a background process and its descendants.
 	Kill(context.Context, *KillRequest) (*KillResponse, error)

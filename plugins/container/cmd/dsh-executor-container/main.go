@@ -10,6 +10,5 @@ import (
 )
 
 func main() {
-	pluginapi.SetRelayProcs() // it relays calls, and output, to and from its agent
 	pluginapi.Serve(container.New())
 }
