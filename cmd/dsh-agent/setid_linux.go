@@ -66,10 +66,7 @@ func refuseSetID() error {
 	if err != nil {
 		return err
 	}
-	prog := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
+	prog := syscalldeny.SockFilters(raw)
 	// A process with no capabilities loads a filter only with
 	// no_new_privs, which the container has set already.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

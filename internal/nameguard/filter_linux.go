@@ -52,9 +52,6 @@ func Program() ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
+	prog := syscalldeny.SockFilters(raw)
 	return prog, nil
 }

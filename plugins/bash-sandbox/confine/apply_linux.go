@@ -259,10 +259,7 @@ func seccompProgram(p Policy) ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		prog[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
+	prog := syscalldeny.SockFilters(raw)
 	return prog, nil
 }
 

@@ -79,18 +79,6 @@ struct place {
 	unsigned long namelen;
 };
 
-static void put_num(char *p, unsigned long v) {
-	char tmp[24];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	*p = 0;
-}
-
 // read_string copies the NUL-terminated string at addr in process tid's
 // memory into buf (size bytes): its length, or -errno. It reads a page at
 // a time, so that a string ending before an unmapped page is whole.
@@ -128,7 +116,7 @@ static long rewrite(int tid, const char *path, char *out, unsigned long size) {
 		if (strncmp(path, names[i].from, n) != 0 || (path[n] != 0 && path[n] != '/'))
 			continue;
 		char head[64] = "/proc/";
-		put_num(head + 6, (unsigned long)tid);
+		put_uint(head + 6, (unsigned long)tid);
 		strcat(head, names[i].to);
 		if (strlen(head) + strlen(path + n) + 1 > size)
 			return -ENAMETOOLONG;
@@ -154,7 +142,7 @@ static void release(struct place *p) {
 // /proc/TID/fd, with or without a trailing slash.
 static int own_fd_dir(int tid, const char *dir) {
 	char want[48] = "/proc/";
-	put_num(want + 6, (unsigned long)tid);
+	put_uint(want + 6, (unsigned long)tid);
 	strcat(want, "/fd");
 	unsigned long n = strlen(want);
 	return strncmp(dir, want, n) == 0 && (dir[n] == 0 || (dir[n] == '/' && dir[n + 1] == 0));
@@ -181,12 +169,12 @@ static long locate(struct place *p, int tid, long dirfd, int at) {
 		p->at = AT_FDCWD;
 	} else {
 		char proc[64] = "/proc/";
-		put_num(proc + 6, (unsigned long)tid);
+		put_uint(proc + 6, (unsigned long)tid);
 		if ((int)dirfd == AT_FDCWD) {
 			strcat(proc, "/cwd");
 		} else if ((int)dirfd >= 0) {
 			strcat(proc, "/fd/");
-			put_num(proc + strlen(proc), (unsigned long)(int)dirfd);
+			put_uint(proc + strlen(proc), (unsigned long)(int)dirfd);
 		} else {
 			return -EBADF;
 		}
@@ -314,7 +302,7 @@ static long refused(struct dsh_guard *g, const struct place *p) {
 // use_umask takes process tid's umask for what the init makes next.
 static long use_umask(int tid) {
 	char path[48] = "/proc/";
-	put_num(path + 6, (unsigned long)tid);
+	put_uint(path + 6, (unsigned long)tid);
 	strcat(path, "/status");
 	long fd = sys_open(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -393,7 +381,7 @@ static long fifo_wait(struct place *p, int nofollow) {
 // reopen opens the FIFO held (O_PATH) at fifo with flags, without waiting.
 static long reopen(int fifo, int flags) {
 	char path[48] = "/proc/self/fd/";
-	put_num(path + strlen(path), (unsigned long)fifo);
+	put_uint(path + strlen(path), (unsigned long)fifo);
 	long fd = S(S4(SYS_openat, AT_FDCWD, path, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_TRUNC)) | O_NONBLOCK, 0));
 	if (fd >= 0 && !(flags & O_NONBLOCK)) {
 		long e = S3(SYS_fcntl, fd, F_SETFL, flags & SETFL_FLAGS);
@@ -565,7 +553,7 @@ static long do_symlink(struct dsh_guard *g, const struct seccomp_notif *n, unsig
 // bytes): 0, or -1 when it is unknown.
 static int where(int fd, char *dir) {
 	char proc[48] = "/proc/self/fd/";
-	put_num(proc + strlen(proc), (unsigned long)fd);
+	put_uint(proc + strlen(proc), (unsigned long)fd);
 	long k = S4(SYS_readlinkat, AT_FDCWD, proc, dir, PATH_MAX - 1);
 	if (k < 0 || k >= PATH_MAX - 1)
 		return -1;

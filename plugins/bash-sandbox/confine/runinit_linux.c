@@ -415,19 +415,6 @@ static long write_file(const char *path, const char *s) {
 	return w < 0 ? w : w == n ? 0 : -EIO;
 }
 
-// put_uint writes v in decimal at p, NUL-terminated (no printf here).
-static void put_uint(char *p, unsigned long v) {
-	char tmp[24];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	*p = 0;
-}
-
 // outer_pid reads the pid of pidfd's process in the PID namespace of the
 // /proc at procfd (the host's), from the pidfd's fdinfo: -1 if it cannot.
 static long outer_pid(int procfd, int pidfd) {

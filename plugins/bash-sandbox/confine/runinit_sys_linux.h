@@ -71,4 +71,17 @@ static inline void sys_close(int fd) { S1(SYS_close, fd); }
 
 static inline long sys_open(int dirfd, const char *path, int flags) { return S(S4(SYS_openat, dirfd, path, flags, 0)); }
 
+// put_uint writes v in decimal at p, NUL-terminated (no printf here).
+static inline void put_uint(char *p, unsigned long v) {
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	*p = 0;
+}
+
 #endif
