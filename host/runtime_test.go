@@ -377,6 +377,16 @@ func TestWatchBinaryReloadsOnlyWhenTheContentsChange(t *testing.T) {
 	}
 }
 
+// The runtime's spill directory is handed to its plugin for removal if the
+// host dies (see integration's TestAKilledHostsPluginRemovesItsSpillDirectory);
+// the plugin keeps it from the commands' environment.
+func TestTheHostSpillDirIsNotInACommandsEnvironment(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	if got := runOut(t, r, "echo ${"+pluginapi.HostSpillDirVar+"-unset}"); got != "unset\n" {
+		t.Errorf("a command sees %s=%q", pluginapi.HostSpillDirVar, got)
+	}
+}
+
 func TestSIGHUPReloads(t *testing.T) {
 	r := runtimeOn(t, pluginBin, 0)
 	// Whatever the timing, a SIGHUP must never take the default action
