@@ -286,19 +286,26 @@ func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
 	}
 }
 
-func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
-	dir := t.TempDir()
-	bin, data := copyPlugin(t, dir)
-	r := runtimeOn(t, bin, 0)
+// watch watches bin for r until the test ends, which waits for the watch
+// to return, and fails the test if it returned an error.
+func watch(t *testing.T, r *host.Runtime, bin string, debounce time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
-	go func() { watched <- r.WatchBinary(ctx, bin, 100*time.Millisecond) }()
-	defer func() {
+	go func() { watched <- r.WatchBinary(ctx, bin, debounce) }()
+	t.Cleanup(func() {
 		cancel()
 		if err := <-watched; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
+}
+
+func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
+	dir := t.TempDir()
+	bin, data := copyPlugin(t, dir)
+	r := runtimeOn(t, bin, 0)
+	watch(t, r, bin, 100*time.Millisecond)
 	time.Sleep(200 * time.Millisecond) // the watch is set up
 	next := filepath.Join(dir, ".next")
 	if err := os.WriteFile(next, append(data, "build 2"...), 0o755); err != nil { // an ELF runs with trailing bytes
@@ -320,15 +327,7 @@ func TestWatchBinaryReloadsOnlyWhenTheContentsChange(t *testing.T) {
 	dir := t.TempDir()
 	bin, data := copyPlugin(t, dir)
 	r := runtimeOn(t, bin, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan error, 1)
-	go func() { watched <- r.WatchBinary(ctx, bin, 50*time.Millisecond) }()
-	defer func() {
-		cancel()
-		if err := <-watched; err != nil {
-			t.Error(err)
-		}
-	}()
+	watch(t, r, bin, 50*time.Millisecond)
 	replace := func(data []byte) {
 		t.Helper()
 		next := filepath.Join(dir, ".next")
