@@ -91,6 +91,11 @@ type Options struct {
 	// that lies beneath one of them, or where another user could replace
 	// it, unless Executor.Checksum pins it: see registry.CheckBinary.
 	WritableRoots []string
+
+	// hostSpillDir is a spill directory the host made for itself, apart
+	// from the plugin's socket directory: the plugin removes it when the
+	// host dies (pluginapi.HostSpillDirVar). Never a caller's SpillDir.
+	hostSpillDir string
 }
 
 // ErrLaunch wraps every failure to start or check a plugin.
@@ -172,6 +177,9 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + sockDir, pluginapi.ExecIDPrefixVar + "=" + tagPrefix}
 	if ex.Builtin {
 		cmd.Env = append(cmd.Env, pluginapi.BuiltinServeVar+"="+ex.Name)
+	}
+	if opts.hostSpillDir != "" {
+		cmd.Env = append(cmd.Env, pluginapi.HostSpillDirVar+"="+opts.hostSpillDir)
 	}
 	// Mutual TLS, with keys of ours for both ends: the plugin's reach it on
 	// a pipe it inherits (pluginapi.TLSFDVar).

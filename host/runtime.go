@@ -160,6 +160,7 @@ func StartRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 			return nil, fmt.Errorf("host: spill directory: %w", err)
 		}
 		opts.SpillDir, spillDir = dir, dir
+		opts.hostSpillDir = dir // if this process dies, its plugin removes it
 	}
 	h, err := Launch(ctx, opts.Options)
 	if err != nil {

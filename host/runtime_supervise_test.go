@@ -218,6 +218,7 @@ func TestACallWaitsForASuccessorOnlySoLong(t *testing.T) {
 func TestAWatchedBinaryWrittenInPiecesReloadsOnce(t *testing.T) {
 	dir := t.TempDir()
 	bin, data := copyPlugin(t, dir)
+	data = append(data, "build 2"...) // a new build: an ELF runs with trailing bytes
 	r, log := loggedRuntime(t, bin, host.RuntimeOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)

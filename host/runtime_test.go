@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -285,22 +286,29 @@ func TestAKilledPluginIsReplacedAndItsJobsSettle(t *testing.T) {
 	}
 }
 
-func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
-	dir := t.TempDir()
-	bin, data := copyPlugin(t, dir)
-	r := runtimeOn(t, bin, 0)
+// watch watches bin for r until the test ends, which waits for the watch
+// to return, and fails the test if it returned an error.
+func watch(t *testing.T, r *host.Runtime, bin string, debounce time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
-	go func() { watched <- r.WatchBinary(ctx, bin, 100*time.Millisecond) }()
-	defer func() {
+	go func() { watched <- r.WatchBinary(ctx, bin, debounce) }()
+	t.Cleanup(func() {
 		cancel()
 		if err := <-watched; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
+}
+
+func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
+	dir := t.TempDir()
+	bin, data := copyPlugin(t, dir)
+	r := runtimeOn(t, bin, 0)
+	watch(t, r, bin, 100*time.Millisecond)
 	time.Sleep(200 * time.Millisecond) // the watch is set up
 	next := filepath.Join(dir, ".next")
-	if err := os.WriteFile(next, data, 0o755); err != nil {
+	if err := os.WriteFile(next, append(data, "build 2"...), 0o755); err != nil { // an ELF runs with trailing bytes
 		t.Fatal(err)
 	}
 	if err := os.Rename(next, bin); err != nil {
@@ -309,6 +317,72 @@ func TestWatchBinaryReloadsOnAnAtomicReplace(t *testing.T) {
 	waitGeneration(t, r, 2, "the binary was replaced")
 	if got := runOut(t, r, "echo fresh"); got != "fresh\n" {
 		t.Errorf("after the reload: %q", got)
+	}
+}
+
+// A watched binary reloads when its contents change, not when it is
+// touched: a new mtime, a chmod, or the same bytes renamed over it (a
+// build that changed nothing) leave the plugin as it is.
+func TestWatchBinaryReloadsOnlyWhenTheContentsChange(t *testing.T) {
+	dir := t.TempDir()
+	bin, data := copyPlugin(t, dir)
+	r := runtimeOn(t, bin, 0)
+	watch(t, r, bin, 50*time.Millisecond)
+	replace := func(data []byte) {
+		t.Helper()
+		next := filepath.Join(dir, ".next")
+		if err := os.WriteFile(next, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(next, bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Rebuilt, anew each time, until the watch, once it is set up, sees it.
+	var build2 []byte
+	for i, deadline := 0, time.Now().Add(20*time.Second); ; i++ {
+		build2 = append(slices.Clip(data), fmt.Sprintf("build 2.%d", i)...) // an ELF runs with trailing bytes
+		replace(build2)
+		if gen, _ := r.Generation(); gen == 2 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+		if gen, _ := r.Generation(); gen == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no reload after the binary was rebuilt")
+		}
+	}
+	_, pid := r.Generation()
+
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(bin, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	replace(build2)
+	time.Sleep(time.Second) // twenty debounces
+	if gen, now := r.Generation(); gen != 2 || now != pid {
+		t.Fatalf("generation %d plugin %d after the binary was touched, want 2 and %d: a reload without new contents", gen, now, pid)
+	}
+
+	replace(append(slices.Clip(data), "build 3"...))
+	waitGeneration(t, r, 3, "the binary was rebuilt again")
+	if got := runOut(t, r, "echo fresh"); got != "fresh\n" {
+		t.Errorf("after the reload: %q", got)
+	}
+}
+
+// The runtime's spill directory is handed to its plugin for removal if the
+// host dies (see integration's TestAKilledHostsPluginRemovesItsSpillDirectory);
+// the plugin keeps it from the commands' environment.
+func TestTheHostSpillDirIsNotInACommandsEnvironment(t *testing.T) {
+	r := runtimeOn(t, pluginBin, 0)
+	if got := runOut(t, r, "echo ${"+pluginapi.HostSpillDirVar+"-unset}"); got != "unset\n" {
+		t.Errorf("a command sees %s=%q", pluginapi.HostSpillDirVar, got)
 	}
 }
 

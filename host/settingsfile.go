@@ -59,9 +59,11 @@ type SettingsFile struct {
 	Path string
 	Host HostSettings
 	// sections maps a section's name to its node; lines maps
-	// "section.key" to the line it is on.
-	sections map[string]*yaml.Node
-	lines    map[string]int
+	// "section.key" (and "section.key.sub..." beneath it) to the line it
+	// is on; sectionLines a section's name to the line of its name.
+	sections     map[string]*yaml.Node
+	lines        map[string]int
+	sectionLines map[string]int
 }
 
 // LoadSettingsFile reads and checks a settings file: YAML, with only the
@@ -71,7 +73,7 @@ func LoadSettingsFile(path string) (*SettingsFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSettings, err)
 	}
-	f := &SettingsFile{Path: path, sections: map[string]*yaml.Node{}, lines: map[string]int{}}
+	f := &SettingsFile{Path: path, sections: map[string]*yaml.Node{}, lines: map[string]int{}, sectionLines: map[string]int{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
@@ -100,9 +102,8 @@ func LoadSettingsFile(path string) (*SettingsFile, error) {
 			return nil, f.errorf(val.Line, key.Value, "must be a mapping")
 		}
 		f.sections[key.Value] = val
-		for j := 0; j+1 < len(val.Content); j += 2 {
-			f.lines[key.Value+"."+val.Content[j].Value] = val.Content[j].Line
-		}
+		f.sectionLines[key.Value] = key.Line
+		f.recordLines(val, key.Value+".")
 	}
 	if h := f.sections["host"]; h != nil {
 		for j := 0; j+1 < len(h.Content); j += 2 {
@@ -118,6 +119,18 @@ func LoadSettingsFile(path string) (*SettingsFile, error) {
 		}
 	}
 	return f, nil
+}
+
+// recordLines records the line of each key beneath node, by its path.
+func (f *SettingsFile) recordLines(node *yaml.Node, prefix string) {
+	if node.Kind != yaml.MappingNode {
+		return
+	}
+	for j := 0; j+1 < len(node.Content); j += 2 {
+		key := node.Content[j]
+		f.lines[prefix+key.Value] = key.Line
+		f.recordLines(node.Content[j+1], prefix+key.Value+".")
+	}
 }
 
 // checkChecksums refuses a pin that cannot apply: one that is no SHA-256

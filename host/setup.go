@@ -48,6 +48,11 @@ type Setup struct {
 	// Workdir is where commands run ("" is the current directory): a
 	// writable root, with the settings file's sandbox.writableRoots.
 	Workdir string
+	// Sections are the JSON Schemas of further sections of the settings
+	// file this program takes (dsh-host's mcp section, say), by name: Load
+	// checks each, whatever the command, so a file one command refuses is
+	// refused by all.
+	Sections map[string]string
 	// SpillDir, when set, is made (0700) and kept for spill files: see
 	// Options.SpillDir.
 	SpillDir string
@@ -115,7 +120,34 @@ func (s Setup) Load() (*Resolved, error) {
 	if err := checkPinsApply(file, r.Executors, dir.Dir); err != nil {
 		return nil, err
 	}
+	if err := r.checkSections(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkSections checks the sections whose schemas do not depend on the
+// executor, the same way for every caller: approval, and Setup.Sections.
+// (shell and sandbox are checked against the executor's schema once it is
+// mounted.)
+func (r *Resolved) checkSections() error {
+	if _, err := r.ApprovalPolicy(); err != nil {
+		return err
+	}
+	if r.File == nil {
+		return nil
+	}
+	names := make([]string, 0, len(r.Setup.Sections))
+	for name := range r.Setup.Sections {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, err := r.File.Section(name, r.Setup.Sections[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExecutorNames are the executors Setup mounts with file, and where they
@@ -472,7 +504,7 @@ func (r *Resolved) Mount(ctx context.Context) (*Mounted, error) {
 		shell := m.Shell()
 		section, err := r.File.ShellSettings(shell.Description())
 		if err == nil {
-			err = shell.Configure(ctx, section)
+			err = r.File.locateConfigure(shell.Configure(ctx, section))
 		}
 		if err != nil {
 			_ = m.Close(context.WithoutCancel(ctx))
@@ -508,7 +540,7 @@ func (r *Resolved) StartRuntime(ctx context.Context) (*Runtime, error) {
 		if err == nil {
 			var section []byte
 			if section, err = r.File.ShellSettings(d); err == nil {
-				err = rt.Configure(ctx, section)
+				err = r.File.locateConfigure(rt.Configure(ctx, section))
 			}
 		}
 		if err != nil {

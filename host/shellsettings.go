@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -11,9 +12,10 @@ import (
 // settings file: the shell section, checked against the executor's
 // schema, and, for a sandboxing executor (its schema declares
 // pluginapi.SandboxPolicySetting), the sandbox section as its policy,
-// checked against that part of the schema. An executor that does not
-// sandbox ignores the sandbox section, which a file shared by several
-// executors may have.
+// checked against that part of the schema. A sandbox section for an
+// executor that does not sandbox is refused, with its line, as --sandbox
+// is: nothing would apply it, and a policy silently ignored reads as one
+// in force.
 func (f *SettingsFile) ShellSettings(d pluginapi.Description) ([]byte, error) {
 	shell, err := f.Section(pluginapi.SettingsNamespace, d.SettingsSchema)
 	if err != nil {
@@ -21,6 +23,9 @@ func (f *SettingsFile) ShellSettings(d pluginapi.Description) ([]byte, error) {
 	}
 	policySchema := SandboxPolicySchema(d.SettingsSchema)
 	if policySchema == nil {
+		if line, ok := f.sectionLines["sandbox"]; ok {
+			return nil, f.errorf(line, "sandbox", "executor %s does not sandbox (bash-sandbox does): nothing would apply this section; remove it, or mount a sandboxing executor", d.Name)
+		}
 		return shell, nil
 	}
 	policy, err := f.Section("sandbox", string(policySchema))
@@ -34,7 +39,8 @@ func (f *SettingsFile) ShellSettings(d pluginapi.Description) ([]byte, error) {
 		}
 	}
 	if _, set := all[pluginapi.SandboxPolicySetting]; set {
-		return nil, fmt.Errorf("%w: %s: set the sandbox policy in the sandbox section, not as shell.%s", ErrSettings, f.Path, pluginapi.SandboxPolicySetting)
+		key := pluginapi.SettingsNamespace + "." + pluginapi.SandboxPolicySetting
+		return nil, f.errorf(f.lines[key], key, "set the sandbox policy in the sandbox section, not here")
 	}
 	all[pluginapi.SandboxPolicySetting] = policy
 	return json.Marshal(all)
@@ -50,4 +56,15 @@ func SandboxPolicySchema(schema string) json.RawMessage {
 		return nil
 	}
 	return s.Properties[pluginapi.SandboxPolicySetting]
+}
+
+// locateConfigure places an executor's refusal of its settings
+// (pluginapi.ErrInvalidSettings: two settings that contradict each other,
+// say) at the line of the first key of the shell or sandbox section that
+// it names, else at the shell section's line.
+func (f *SettingsFile) locateConfigure(err error) error {
+	if !errors.Is(err, pluginapi.ErrInvalidSettings) {
+		return err
+	}
+	return f.locate(err, pluginapi.SettingsNamespace, "sandbox")
 }

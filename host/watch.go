@@ -8,17 +8,23 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/dsh-host/dsh-host/registry"
 )
 
 // DefaultWatchDebounce is how long WatchBinary waits for a binary to stop
 // changing before it reloads.
 const DefaultWatchDebounce = 300 * time.Millisecond
 
-// WatchBinary reloads the runtime whenever the executor binary at path
-// changes, until ctx is done: after a build writes it in place, or replaces
-// it by an atomic rename (the directory is watched, not the file, whose
-// inode a rename swaps). Changes closer together than debounce make one
-// reload. A reload that fails is logged, and the old executor keeps serving.
+// WatchBinary reloads the runtime whenever the contents of the executor
+// binary at path change, until ctx is done: after a build writes it in
+// place, or replaces it by an atomic rename (the directory is watched, not
+// the file, whose inode a rename swaps). Changes closer together than
+// debounce make one reload, and only when the binary's SHA-256 differs from
+// the one last mounted (from the one at the start of the watch, at first):
+// a touch, a chmod or a build that writes the same bytes again reloads
+// nothing. A reload that fails is logged, and the old executor keeps
+// serving; the next change of the file tries again.
 // It returns when ctx is done, or at once if the directory cannot be
 // watched, or if the binary is not one to watch: a built-in executor's (a
 // reload re-executes the running image, not the file), or one that lies
@@ -52,6 +58,9 @@ func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Du
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
+	// mounted is the SHA-256 of the binary last mounted; "" when it could
+	// not be read (then any change reloads).
+	mounted, _ := registry.FileSHA256(abs)
 	var fire <-chan time.Time
 	var timer *time.Timer
 	for {
@@ -74,10 +83,17 @@ func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Du
 			logger.Warn("watching the executor binary", "path", abs, "error", err)
 		case <-fire:
 			fire = nil
+			sum, err := registry.FileSHA256(abs)
+			if err == nil && sum == mounted {
+				logger.Debug("the executor binary changed, not its contents: no reload", "path", abs)
+				continue
+			}
+			// A binary that cannot be read is Reload's to refuse, and say.
 			if err := r.Reload(ctx); err != nil {
 				logger.Error("reloading after the executor binary changed", "path", abs, "error", err)
+				continue
 			} // Reload logs a reload that happened
-
+			mounted = sum
 		}
 	}
 }

@@ -225,14 +225,27 @@ func TestMCPAPinnedExecutorInTheWorkspaceSurvivesItsReplacement(t *testing.T) {
 	}
 }
 
-// A binary that was safe when mounted and becomes writable by others is
-// not reloaded, by --watch or by SIGHUP: the old plugin keeps serving, and
-// the reason is logged.
+// A binary that was safe when mounted is replaced by one writable by
+// others, or its directory becomes so: it is not reloaded, by --watch or by
+// SIGHUP; the old plugin keeps serving, and the reason is logged.
 func TestMCPReloadOfABinaryThatBecameUnsafeIsRefused(t *testing.T) {
 	dir, bin, _ := workspace(t) // not the workdir: safe to mount
 	cs, cmd, stderr := mcpIn(t, scenario(t), t.TempDir(), "--executor", bin, "--watch")
 	before := pluginPID(t, cs, cmd.Process.Pid)
-	if err := os.Chmod(bin, 0o757); err != nil { // the watch sees the change
+	// A new build (the watch reloads only new contents), writable by
+	// anyone.
+	data, err := os.ReadFile(bins.plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := bin + ".next"
+	if err := os.WriteFile(next, append(data, "build 2"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(next, 0o757); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, bin); err != nil {
 		t.Fatal(err)
 	}
 	want := "executor " + bin + " is writable by anyone (mode 0757)"

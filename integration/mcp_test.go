@@ -315,6 +315,36 @@ func TestMCPWatchReloadsOnANewBinary(t *testing.T) {
 	}
 }
 
+// --watch reloads when the binary's contents change, not when it is
+// touched: a new mtime, a chmod, or the same bytes renamed over it (a build
+// that changed nothing) leave the plugin serving.
+func TestMCPWatchIgnoresATouchedBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "dsh-executor-bash-local")
+	rebuild(t, bin, "build 1")
+	cs, cmd := mcpSessionCmd(t, scenario(t), "--executor", bin, "--watch")
+	first := pluginPID(t, cs, cmd.Process.Pid)
+	rebuild(t, bin, "build 2") // the watch is live once this reloads
+	second := waitNewPlugin(t, cs, cmd.Process.Pid, first)
+
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(bin, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rebuild(t, bin, "build 2")
+	time.Sleep(3 * time.Second) // ten debounces
+	if now := pluginPID(t, cs, cmd.Process.Pid); now != second {
+		t.Fatalf("the plugin is %d, was %d: the binary was touched, not changed, and the executor reloaded", now, second)
+	}
+
+	third := rebuild(t, bin, "build 3")
+	if got := runsBuild(t, waitNewPlugin(t, cs, cmd.Process.Pid, second)); got != third {
+		t.Errorf("the new plugin runs sha256:%s, want the third build, sha256:%s", got, third)
+	}
+}
+
 // Cancelling a foreground call (notifications/cancelled) aborts the command:
 // the call returns promptly, and the sleep is gone (scenario checks /proc).
 func TestMCPCancelAbortsTheCommand(t *testing.T) {

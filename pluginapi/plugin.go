@@ -28,6 +28,12 @@ const PluginName = "shell"
 // that has it.
 const BuiltinServeVar = "DSH_SERVE_BUILTIN"
 
+// HostSpillDirVar names, in a plugin's environment, a directory of its
+// host's (the host's spill files) that the plugin removes when the host
+// dies, after it has terminated what it ran: the host cannot remove it
+// then. Serve takes it out of the environment, so no command inherits it.
+const HostSpillDirVar = "DSH_HOST_SPILL_DIR"
+
 // Handshake is the go-plugin handshake between a dsh-host and an executor.
 // The cookie is not a secret: it stops a user from running a plugin binary
 // by hand and wondering why it prints a handshake line.
@@ -95,6 +101,8 @@ func Serve(impl ShellExecutor) {
 	if err := detachStdin(); err != nil {
 		logger.Warn("the plugin's stdin is still its host's", "error", err)
 	}
+	hostSpill := os.Getenv(HostSpillDirVar)
+	_ = os.Unsetenv(HostSpillDirVar)
 	life, stop := context.WithCancel(context.Background())
 	defer stop()
 	// When the host dies, the pipes to it break. A write to a broken stdout
@@ -139,6 +147,9 @@ func Serve(impl ShellExecutor) {
 		logger.Warn(why+"; terminated every process", "error", err)
 		if dir := os.Getenv(plugin.EnvUnixSocketDir); dir != "" && why == hostGoneReason {
 			_ = os.RemoveAll(dir) // the host made it, and cannot remove it now
+		}
+		if hostSpill != "" && why == hostGoneReason {
+			_ = os.RemoveAll(hostSpill) // the host's, as the socket's
 		}
 		os.Exit(1)
 	}()

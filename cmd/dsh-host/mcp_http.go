@@ -42,7 +42,7 @@ func httpOptions(file *host.SettingsFile, addr string) (mcpserver.HTTPOptions, e
 	}
 	o, err := mcpserver.HTTPOptionsFrom(raw, os.ReadFile, os.LookupEnv)
 	if err != nil {
-		return o, err
+		return o, file.Locate("mcp", err) // at the line of the key it names
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return o, fmt.Errorf("%w: --http %s: want host:port (127.0.0.1:8080)", errUsage, addr)

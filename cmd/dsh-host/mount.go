@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dsh-host/dsh-host/host"
+	"github.com/dsh-host/dsh-host/mcpserver"
 	"github.com/dsh-host/dsh-host/plugins/builtins"
 )
 
@@ -42,6 +43,7 @@ func (f *mountFlags) setup() host.Setup {
 		PluginDirSource: "--plugin-dir",
 		Workdir:         f.workdir,
 		SpillDir:        f.spillDir,
+		Sections:        map[string]string{"mcp": mcpserver.HTTPSchema},
 		Logger:          cliLogger(),
 	}
 }

@@ -85,6 +85,16 @@ func runCmd(args []string) int {
 	}
 	req := pluginapi.ExecRequest{Command: command, Workdir: *workdir, TimeoutMs: timeout.Milliseconds(),
 		SandboxMode: pluginapi.SandboxMode(*sandbox)}
+	if timeout > 0 {
+		// The executor caps a timeout above its maximum; asked for on the
+		// command line, a shorter one than asked would be a surprise.
+		spec, err := h.Shell().Resolve(ctx, req)
+		if err == nil && spec.TimeoutMs < req.TimeoutMs {
+			runErr = errUsage
+			return usageError("--timeout %s: above executor %s's maximum, %s (%s.maxTimeoutMs in the settings)",
+				timeout, h.Description().Name, spec.Timeout(), pluginapi.SettingsNamespace)
+		}
+	}
 	// The output is watched live even for --json: a run the executor loses
 	// settles with what came before.
 	out := &liveOutput{}
