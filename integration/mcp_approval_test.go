@@ -264,3 +264,39 @@ func TestMCPEscalationAnswersAreCheckedOnRetry(t *testing.T) {
 		t.Error("a replayed answer ran the command again")
 	}
 }
+
+// With approval.escalation: deny, the bash tool offers no escalation: its
+// schema has neither sandbox_permissions nor justification, and the note
+// on a likely denial does not tell the model to ask for one, for a path
+// outside the workspace or a protected one inside it.
+func TestMCPOffersNoEscalationThePolicyDenies(t *testing.T) {
+	tag := scenario(t)
+	cs, _ := mcpClientSession(t, tag, mcpClient{}, "--executor", "bash-sandbox", "--workdir", t.TempDir(),
+		"--settings", settingsFile(t, "approval:\n  escalation: deny\n"))
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != "bash" {
+			continue
+		}
+		raw, _ := json.Marshal(tool.InputSchema)
+		for _, field := range []string{`"sandbox_permissions"`, `"justification"`, `"require_escalated"`} {
+			if strings.Contains(string(raw), field) {
+				t.Errorf("escalation is denied by policy, yet the bash schema offers %s: %s", field, raw)
+			}
+		}
+	}
+	outside := "/usr/dsh-denied-" + tag
+	t.Cleanup(func() { _ = os.Remove(outside) })
+	for _, command := range []string{"touch " + outside, "echo x > .mcp.json"} {
+		text, _ := call(t, cs, "bash", map[string]any{"command": command})
+		if !strings.Contains(text, "likely refused this") || !strings.Contains(text, "escalation is off") {
+			t.Errorf("%s: %q; want a likely denial, and escalation said to be off", command, text)
+		}
+		if strings.Contains(text, "sandbox_permissions") || strings.Contains(text, "require_escalated") {
+			t.Errorf("%s: %q: escalation is denied by policy, yet the note offers it", command, text)
+		}
+	}
+}
