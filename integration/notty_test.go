@@ -50,14 +50,7 @@ func TestRunFromATerminalGivesCommandsNone(t *testing.T) {
 	if err != nil {
 		t.Skip("script(1) is not installed:", err)
 	}
-	for _, tc := range []struct {
-		name string
-		args []string
-	}{
-		{"built-in bash-local", nil},
-		{"standalone plugin", []string{"--executor", bins.plugin}},
-		{"bash-sandbox", []string{"--executor", "bash-sandbox"}},
-	} {
+	for _, tc := range localExecutors() {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"run", "--timeout", ttyProbeTimeout.String(), "--workdir", t.TempDir()}, tc.args...)
 			line := shQuote(bins.host)
@@ -92,6 +85,22 @@ func TestAgentWithATerminalGivesCommandsNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTTYProbe(t, res.Stdout.Text, time.Since(began))
+}
+
+// localExecutor is a way to run commands on this machine: dsh-host run's
+// arguments that choose it.
+type localExecutor struct {
+	name string
+	args []string
+}
+
+// localExecutors are the executors that run commands on this machine.
+func localExecutors() []localExecutor {
+	return []localExecutor{
+		{"built-in bash-local", nil},
+		{"standalone plugin", []string{"--executor", bins.plugin}},
+		{"bash-sandbox", []string{"--executor", "bash-sandbox"}},
+	}
 }
 
 // shQuote quotes s for a POSIX shell.
