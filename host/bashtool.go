@@ -93,9 +93,10 @@ type CallOptions struct {
 }
 
 // NewBashTool returns the bash tool over shell, starting background calls
-// as jobs. It asks the executor whether it sandboxes, which decides whether
-// the tool offers sandbox_permissions and justification. Escalations go
-// through policy, then the approver each call brings.
+// as jobs. It asks the executor whether it sandboxes, which decides, with
+// policy, whether the tool offers sandbox_permissions and justification
+// (never under EscalationDeny). Escalations go through policy, then the
+// approver each call brings.
 func NewBashTool(ctx context.Context, shell pluginapi.ShellExecutor, jobs *Jobs, policy ApprovalPolicy) (*BashTool, error) {
 	d, err := shell.Describe(ctx)
 	if err != nil {
@@ -128,7 +129,7 @@ func (t *BashTool) InputSchema() json.RawMessage {
 		"description":       map[string]any{"type": "string", "description": "What the command does, in a few words."},
 		"run_in_background": map[string]any{"type": "boolean", "description": "Run as a background job; read it with job_output."},
 	}
-	if t.sandbox != pluginapi.SandboxNone {
+	if t.escalates() {
 		props["sandbox_permissions"] = map[string]any{
 			"type": "string", "enum": []string{UseDefault, RequireEscalated},
 			"description": "require_escalated asks to run outside the sandbox (" + string(t.sandbox) + "); a person must approve.",
@@ -139,6 +140,14 @@ func (t *BashTool) InputSchema() json.RawMessage {
 		"type": "object", "properties": props, "required": []string{"command"}, "additionalProperties": false,
 	})
 	return schema
+}
+
+// escalates says whether a call may ask to run outside the sandbox: the
+// executor sandboxes, and the approval policy does not refuse every
+// escalation. Only then does the tool offer sandbox_permissions, or a
+// denial's note suggest it.
+func (t *BashTool) escalates() bool {
+	return t.sandbox != pluginapi.SandboxNone && t.policy.Escalation != EscalationDeny
 }
 
 // Call runs a tool call for owner and returns the text for the model: the
@@ -190,14 +199,18 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	if err != nil {
 		return "", err
 	}
-	return RenderResult(res), nil
+	return renderResult(res, t.escalates()), nil
 }
 
 // RenderResult renders a run for a model: the output cleaned of terminal
 // control (the spill file keeps the raw bytes), stderr in a marked section,
 // notes on truncation and interruption, then the exit marker, which
 // pluginapi.ParseExitStatus reads back.
-func RenderResult(res pluginapi.RunResult) string {
+func RenderResult(res pluginapi.RunResult) string { return renderResult(res, true) }
+
+// renderResult is RenderResult; a likely denial's note suggests an
+// escalation only when escalate is set.
+func renderResult(res pluginapi.RunResult, escalate bool) string {
 	var b strings.Builder
 	b.WriteString(CleanOutput(res.Stdout.Text))
 	if res.Stderr.Text != "" {
@@ -236,6 +249,12 @@ func RenderResult(res pluginapi.RunResult) string {
 			notes = append(notes, fmt.Sprintf("[sandbox %s: the command did not run: %s]", sb.Mode, sb.RunnerFailure))
 		case sb.Interrupted != "":
 			notes = append(notes, fmt.Sprintf("[sandbox %s: the sandbox lost the command, so how it ended is unknown: %s]", sb.Mode, sb.Interrupted))
+		case sb.LikelyDenial && !escalate:
+			note := fmt.Sprintf("[sandbox %s likely refused this (%s)", sb.Mode, strings.Join(sb.Evidence, " | "))
+			if protected := sb.DeniedProtected(); len(protected) > 0 {
+				note += fmt.Sprintf(": %s is protected (hooks and configurations that tools outside the sandbox run, as the user)", strings.Join(protected, ", "))
+			}
+			notes = append(notes, note+"; escalation is off by the approval policy, so do it within the sandbox or tell the user what the command needs]")
 		case sb.LikelyDenial:
 			if protected := sb.DeniedProtected(); len(protected) > 0 {
 				// Escalating would let the command write what tools

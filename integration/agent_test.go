@@ -34,8 +34,18 @@ type agentProc struct {
 // that.
 func startAgent(t *testing.T, tag string, args ...string) *agentProc {
 	t.Helper()
+	return startAgentWith(t, tag, nil, args...)
+}
+
+// startAgentWith is startAgent, with setup (if not nil) changing the
+// command before it starts.
+func startAgentWith(t *testing.T, tag string, setup func(*exec.Cmd), args ...string) *agentProc {
+	t.Helper()
 	a := &agentProc{cmd: exec.Command(bins.agent, append([]string{"--stdio"}, args...)...), exited: make(chan struct{})}
 	a.cmd.Env = append(os.Environ(), tagVar+"="+tag)
+	if setup != nil {
+		setup(a.cmd)
+	}
 	// Pipes of the test's own, not the Cmd's: Wait must not close the
 	// ends the stream reads while it reads them.
 	inR, inW, err := os.Pipe()

@@ -64,23 +64,32 @@ func settingsFile(t *testing.T, yaml string) string {
 
 func TestMCPOffersEscalationUnderASandbox(t *testing.T) {
 	cs, _ := mcpClientSession(t, scenario(t), mcpClient{}, "--executor", "bash-sandbox")
+	raw := bashSchema(t, cs)
+	for _, field := range escalationFields {
+		if !strings.Contains(raw, field) {
+			t.Errorf("the bash schema under a sandboxing executor lacks %s: %s", field, raw)
+		}
+	}
+}
+
+// escalationFields are what the bash schema holds when it offers escalation.
+var escalationFields = []string{`"sandbox_permissions"`, `"justification"`, `"require_escalated"`}
+
+// bashSchema is the bash tool's input schema, as JSON.
+func bashSchema(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tool := range res.Tools {
-		if tool.Name != "bash" {
-			continue
+		if tool.Name == "bash" {
+			raw, _ := json.Marshal(tool.InputSchema)
+			return string(raw)
 		}
-		raw, _ := json.Marshal(tool.InputSchema)
-		for _, field := range []string{`"sandbox_permissions"`, `"justification"`, `"require_escalated"`} {
-			if !strings.Contains(string(raw), field) {
-				t.Errorf("the bash schema under a sandboxing executor lacks %s: %s", field, raw)
-			}
-		}
-		return
 	}
 	t.Fatal("no bash tool")
+	return ""
 }
 
 func TestMCPEscalationApprovedRuns(t *testing.T) {
@@ -262,5 +271,32 @@ func TestMCPEscalationAnswersAreCheckedOnRetry(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("a replayed answer ran the command again")
+	}
+}
+
+// With approval.escalation: deny, the bash tool offers no escalation: its
+// schema has neither sandbox_permissions nor justification, and the note
+// on a likely denial does not tell the model to ask for one, for a path
+// outside the workspace or a protected one inside it.
+func TestMCPOffersNoEscalationThePolicyDenies(t *testing.T) {
+	tag := scenario(t)
+	cs, _ := mcpClientSession(t, tag, mcpClient{}, "--executor", "bash-sandbox", "--workdir", t.TempDir(),
+		"--settings", settingsFile(t, "approval:\n  escalation: deny\n"))
+	raw := bashSchema(t, cs)
+	for _, field := range escalationFields {
+		if strings.Contains(raw, field) {
+			t.Errorf("escalation is denied by policy, yet the bash schema offers %s: %s", field, raw)
+		}
+	}
+	outside := "/usr/dsh-denied-" + tag
+	t.Cleanup(func() { _ = os.Remove(outside) })
+	for _, command := range []string{"touch " + outside, "echo x > .mcp.json"} {
+		text, _ := call(t, cs, "bash", map[string]any{"command": command})
+		if !strings.Contains(text, "likely refused this") || !strings.Contains(text, "escalation is off") {
+			t.Errorf("%s: %q; want a likely denial, and escalation said to be off", command, text)
+		}
+		if strings.Contains(text, "sandbox_permissions") || strings.Contains(text, "require_escalated") {
+			t.Errorf("%s: %q: escalation is denied by policy, yet the note offers it", command, text)
+		}
 	}
 }

@@ -15,14 +15,7 @@ import (
 // line and then wait for more until the timeout killed it.
 func TestRunCommandStdinIsDevNullNotTheHosts(t *testing.T) {
 	const line = "from dsh-host's stdin\n"
-	for _, tc := range []struct {
-		name string
-		args []string
-	}{
-		{"built-in bash-local", nil},
-		{"standalone plugin", []string{"--executor", bins.plugin}},
-		{"bash-sandbox", []string{"--executor", "bash-sandbox"}},
-	} {
+	for _, tc := range localExecutors() {
 		t.Run(tc.name, func(t *testing.T) {
 			r, w, err := os.Pipe()
 			if err != nil {

@@ -72,7 +72,8 @@ type Tools struct {
 }
 
 // New returns the tools over r. It asks r's executor whether it sandboxes,
-// which decides whether the bash tool offers sandbox_permissions.
+// which, with opts.Policy, decides whether the bash tool offers
+// sandbox_permissions.
 func New(ctx context.Context, r *host.Runtime, opts Options) (*Tools, error) {
 	tool, err := host.NewBashTool(ctx, r.Shell(), r.Jobs(), opts.Policy)
 	if err != nil {

@@ -136,15 +136,20 @@ func containsLine(text, line string) bool {
 
 // escapeGroup leaves the shell's process group: a child makes a group of
 // its own, and the shell (the old group's leader) joins it, so that the
-// old group is empty and signals to it reach nothing.
+// old group is empty and signals to it reach nothing. A shell that leads
+// its session cannot move (EPERM): then it ignores SIGTERM, so that only
+// SIGKILL past the grace ends it, and its child only the run's end.
 const escapeGroup = `exec /usr/bin/python3 -c '
-import os, time
+import os, signal, time
 print("py-ran", flush=True)
 c = os.fork()
 if c == 0:
     os.setpgid(0, 0); time.sleep(60); os._exit(0)
 time.sleep(0.2)
-os.setpgid(0, c)
+try:
+    os.setpgid(0, c)
+except PermissionError:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 time.sleep(60)
 '`
 

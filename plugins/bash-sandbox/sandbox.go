@@ -3,6 +3,7 @@ package bashsandbox
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,9 +138,19 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 		unprotected = s.protectedList().Unprotected
 		s.mu.Unlock()
 	}
-	return localexec.Confinement{Launcher: &launcher{s: s, p: p, sp: sp}, Enforced: sp.Enforced, Env: map[string]string{"TMPDIR": p.Scratch},
+	env := map[string]string{"TMPDIR": p.Scratch}
+	if !p.Network {
+		maps.Copy(env, offlineEnv)
+	}
+	return localexec.Confinement{Launcher: &launcher{s: s, p: p, sp: sp}, Enforced: sp.Enforced, Env: env,
 		WritableRoots: writable, Limits: sp.Limits, ProtectedPaths: sp.Protected, Unprotected: unprotected}, nil
 }
+
+// offlineEnv keeps package managers from retrying a network a command
+// without one cannot reach: npm fails at once, and pip gives up after one
+// retry, whose warning line is the evidence of the denial (with none it
+// says nothing of the network at all).
+var offlineEnv = map[string]string{"PIP_RETRIES": "1", "npm_config_fetch_retries": "0"}
 
 // policyOf is the policy a command resolved to spec runs under, its roots
 // as they are now.
@@ -391,6 +402,12 @@ func closeSpawners(spawners []*confine.Spawner) {
 func (s *sandbox) Assess(res pluginapi.RunResult) []string {
 	if res.Sandbox == nil || res.Sandbox.Mode == pluginapi.SandboxDangerFullAccess {
 		return nil
+	}
+	s.mu.Lock()
+	network := s.policy.Network
+	s.mu.Unlock()
+	if !network {
+		return localexec.OfflineDenialEvidence(res)
 	}
 	return localexec.DenialEvidence(res)
 }

@@ -13,6 +13,16 @@ import (
 // namespace without a network with ENETUNREACH or a failed name lookup.
 var denial = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|invalid cross-device link|network is unreachable|temporary failure in name resolution`)
 
+// offlineDenial matches, besides denial, how a failed name lookup or
+// connection reads in tools' output: for a command that ran without a
+// network they are the sandbox's refusal. curl's "Could not resolve host"
+// and "Couldn't connect to server", glibc's "Name or service not known",
+// Node's EAI_AGAIN (npm), and the retry warnings of pip (urllib3's
+// "Retrying (Retry(...)) after connection broken by ...").
+var offlineDenial = regexp.MustCompile(denial.String() +
+	`|could not resolve host|couldn't connect to server|name or service not known|no address associated with hostname` +
+	`|\bEAI_AGAIN\b|\bENOTFOUND\b|failed to establish a new connection|retrying \(retry\(.*\) after connection broken`)
+
 // protectedBusy matches how a refusal at a protected path reads besides
 // EROFS: its mount cannot be moved or removed (EBUSY), and a missing
 // one's placeholder is a directory (EISDIR).
@@ -35,7 +45,15 @@ const (
 // DenialEvidence is the lines of res's output (stderr first) that look
 // like a sandbox refused something: at most five, each cut to 240 bytes.
 // A sandboxing executor reports them as its result's evidence.
-func DenialEvidence(res pluginapi.RunResult) []string {
+func DenialEvidence(res pluginapi.RunResult) []string { return denialEvidence(res, denial) }
+
+// OfflineDenialEvidence is DenialEvidence for a command that ran without a
+// network: a failed name lookup or connection is evidence too.
+func OfflineDenialEvidence(res pluginapi.RunResult) []string {
+	return denialEvidence(res, offlineDenial)
+}
+
+func denialEvidence(res pluginapi.RunResult, denial *regexp.Regexp) []string {
 	var evidence []string
 	for _, text := range []string{res.Stderr.Text, res.Stdout.Text} {
 		for _, line := range strings.Split(text, "\n") {

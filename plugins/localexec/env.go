@@ -9,9 +9,19 @@ import (
 )
 
 // Overrides make tools behave for a reader that is a model, not a terminal:
-// no colour, no pager, no interactive prompts. They merge over the inherited
-// environment and under the caller's env, so a trusted caller still wins.
+// no colour, no pager, no interactive prompts, no editor. They merge over the
+// inherited environment and under the caller's env, so a trusted caller still
+// wins. The editor is true(1): what would wait for someone to edit a file
+// takes it as it is at once, so git commit without a message aborts on the
+// empty message, git rebase -i runs its list as given, and --amend or a
+// merge keeps the message it proposed. CI is left as inherited: tools change
+// behaviour under it beyond prompts (pnpm freezes the lockfile, jest --ci
+// refuses new snapshots).
 var Overrides = map[string]string{
+	"GIT_EDITOR":          "true",
+	"GIT_SEQUENCE_EDITOR": "true",
+	"EDITOR":              "true",
+	"VISUAL":              "true",
 	"NO_COLOR":            "1",
 	"TERM":                "dumb",
 	"PAGER":               "cat",

@@ -57,7 +57,8 @@ func (f forked) Wait() (syscall.WaitStatus, error) {
 
 // ForkLauncher starts a process as a child of this one: the launcher of
 // every command that runs unconfined. The command leads a process group of
-// its own (forkAttr says how, per platform).
+// its own, on Unix in a session of its own (forkAttr says how, per
+// platform).
 type ForkLauncher struct{}
 
 // Start implements Launcher.

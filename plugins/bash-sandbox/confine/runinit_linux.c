@@ -282,8 +282,10 @@ static int command_main(void *arg) {
 	struct dsh_init *w = c->init;
 	struct dsh_run *r = c->run;
 	long e;
-	// Confined before the run comes: its start costs only the exec.
-	if ((e = S2(SYS_setpgid, 0, 0)) < 0)
+	// Confined before the run comes: its start costs only the exec. A
+	// session of its own, as every command has: its group is the one the
+	// kill signals, and it has no controlling terminal.
+	if ((e = S0(SYS_setsid)) < 0)
 		fail(c, DSH_OP_CONFINE, e);
 	for (int i = 0; i < w->nrlimits; i++)
 		if ((e = S4(SYS_prlimit64, 0, w->rlimits[i].resource, &w->rlimits[i].lim, 0)) < 0)
