@@ -140,17 +140,11 @@ func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error
 	}
 	env := map[string]string{"TMPDIR": p.Scratch}
 	if !p.Network {
-		maps.Copy(env, offlineEnv)
+		maps.Copy(env, localexec.OfflineEnv)
 	}
 	return localexec.Confinement{Launcher: &launcher{s: s, p: p, sp: sp}, Enforced: sp.Enforced, Env: env,
 		WritableRoots: writable, Limits: sp.Limits, ProtectedPaths: sp.Protected, Unprotected: unprotected}, nil
 }
-
-// offlineEnv keeps package managers from retrying a network a command
-// without one cannot reach: npm fails at once, and pip gives up after one
-// retry, whose warning line is the evidence of the denial (with none it
-// says nothing of the network at all).
-var offlineEnv = map[string]string{"PIP_RETRIES": "1", "npm_config_fetch_retries": "0"}
 
 // policyOf is the policy a command resolved to spec runs under, its roots
 // as they are now.

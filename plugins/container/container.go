@@ -125,8 +125,10 @@ type target struct {
 	mode      pluginapi.SandboxMode
 	partition string     // the partition it serves (labelPartition)
 	swept     *sync.Once // one sweep for all the modes' targets
-	// facts are what the last container opened enforces.
-	facts atomic.Pointer[pluginapi.SandboxFacts]
+	// facts are what the last container opened enforces; offline, that
+	// it has no network.
+	facts   atomic.Pointer[pluginapi.SandboxFacts]
+	offline atomic.Bool
 	// protected protects the protected paths of the container open.
 	protected atomic.Pointer[protection]
 }
@@ -223,6 +225,14 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 	}
 	lay.facts.Enforced = append(lay.facts.Enforced, userFact(s, user), setIDFact)
 	t.facts.Store(&lay.facts)
+	t.offline.Store(!lay.network)
+	if !lay.network {
+		for k, v := range localexec.OfflineEnv {
+			if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+				cfg.Env = append(cfg.Env, k+"="+v)
+			}
+		}
+	}
 	withInit := true
 	host := &ctr.HostConfig{
 		Init: &withInit, AutoRemove: true,

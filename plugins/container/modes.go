@@ -228,7 +228,11 @@ func (x *modeExecutor) withFacts(res pluginapi.RunResult) pluginapi.RunResult {
 	}
 	facts := *f
 	if facts.Mode != pluginapi.SandboxDangerFullAccess {
-		facts.Evidence = localexec.DenialEvidence(res)
+		if x.target.offline.Load() {
+			facts.Evidence = localexec.OfflineDenialEvidence(res)
+		} else {
+			facts.Evidence = localexec.DenialEvidence(res)
+		}
 		facts.LikelyDenial = len(facts.Evidence) > 0
 	}
 	res.Sandbox = &facts

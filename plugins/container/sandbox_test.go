@@ -189,3 +189,24 @@ func TestABadPolicyIsRefused(t *testing.T) {
 		t.Errorf("mode bogus: %v; want ErrInvalidRequest", err)
 	}
 }
+
+// Without a network, a tool's failed lookup or connection is a likely
+// denial, with its line as evidence, and package managers do not retry:
+// as bash-sandbox's offline commands. With one, neither.
+func TestContainerOfflineFailuresReadAsDenials(t *testing.T) {
+	addr := engine(t, "docker")
+	ws := t.TempDir()
+	x := newExecutor(t, addr, map[string]any{"workspace": ws})
+	const cmd = `echo "curl: (6) Could not resolve host: example.com" >&2; echo "pip=$PIP_RETRIES npm=$npm_config_fetch_retries"; exit 6`
+	res := run(t, x, pluginapi.SandboxWorkspaceWrite, cmd)
+	if f := res.Sandbox; f == nil || !f.LikelyDenial || !slices.ContainsFunc(f.Evidence, func(e string) bool { return strings.Contains(e, "Could not resolve host") }) {
+		t.Errorf("no network: facts %+v, want the failed lookup as a likely denial", res.Sandbox)
+	}
+	if got := strings.TrimSpace(res.Stdout.Text); got != "pip=1 npm=0" {
+		t.Errorf("no network: %q, want pip=1 npm=0", got)
+	}
+	res = run(t, x, pluginapi.SandboxDangerFullAccess, cmd)
+	if got := strings.TrimSpace(res.Stdout.Text); got != "pip= npm=" || (res.Sandbox != nil && res.Sandbox.LikelyDenial) {
+		t.Errorf("with a network: %q, facts %+v", got, res.Sandbox)
+	}
+}

@@ -47,6 +47,13 @@ const (
 // A sandboxing executor reports them as its result's evidence.
 func DenialEvidence(res pluginapi.RunResult) []string { return denialEvidence(res, denial) }
 
+// OfflineEnv keeps package managers from retrying a network a command
+// without one cannot reach: npm fails at once, and pip gives up after one
+// retry, whose warning line is the evidence of the denial (with none it
+// says nothing of the network at all). A sandboxing executor adds it to a
+// command's environment where it has no network.
+var OfflineEnv = map[string]string{"PIP_RETRIES": "1", "npm_config_fetch_retries": "0"}
+
 // OfflineDenialEvidence is DenialEvidence for a command that ran without a
 // network: a failed name lookup or connection is evidence too.
 func OfflineDenialEvidence(res pluginapi.RunResult) []string {
