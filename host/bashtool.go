@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,10 @@ type BashInput struct {
 	// executor sandboxes.
 	SandboxPermissions string `json:"sandbox_permissions,omitempty"`
 	Justification      string `json:"justification,omitempty"`
+	// Workdir runs the command in this directory (relative to the
+	// session's workdir, or absolute within its roots) and makes it the
+	// session's working directory: it resets what earlier cds left.
+	Workdir string `json:"workdir,omitempty"`
 
 	// timeoutGiven says the JSON named a timeout (0 included).
 	timeoutGiven bool
@@ -78,7 +83,18 @@ type BashTool struct {
 	// shellName is the mounted executor's shell ("bash", "pwsh"), "" when
 	// it does not say.
 	shellName string
+	// dirs are the sessions' working directories (cwd.go); they persist
+	// only under bash.
+	dirs sessionDirs
 }
+
+// persistsCWD says whether a session's working directory persists across
+// its calls: the wrapper that carries it is bash.
+func (t *BashTool) persistsCWD() bool { return t.shellName == "bash" }
+
+// ForgetSession drops what the tool keeps of owner's session (its working
+// directory), once the session has ended.
+func (t *BashTool) ForgetSession(owner string) { t.dirs.forget(owner) }
 
 // CallOptions are what one call brings besides its input.
 type CallOptions struct {
@@ -129,6 +145,9 @@ func (t *BashTool) InputSchema() json.RawMessage {
 		"description":       map[string]any{"type": "string", "description": "What the command does, in a few words."},
 		"run_in_background": map[string]any{"type": "boolean", "description": "Run as a background job; read it with job_output."},
 	}
+	if t.persistsCWD() {
+		props["workdir"] = map[string]any{"type": "string", "description": "Run in this directory (relative to the session's workdir, or absolute within the allowed roots) and make it the session's working directory. Without it, the command starts where the session's last command ended (a cd persists)."}
+	}
 	if t.escalates() {
 		props["sandbox_permissions"] = map[string]any{
 			"type": "string", "enum": []string{UseDefault, RequireEscalated},
@@ -175,6 +194,26 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	// that keeps a place alive between commands (a container) keeps one
 	// per owner, so owners do not see each other's processes.
 	req := pluginapi.ExecRequest{Command: in.Command, TimeoutMs: in.TimeoutMs, Workdir: t.Workdir, Partition: owner}
+	if in.Workdir != "" && !t.persistsCWD() {
+		return "", fmt.Errorf("%w: workdir: the mounted executor's shell (%s) does not keep a working directory", ErrToolInput, t.shellWord())
+	}
+	var session sessionDir
+	var dir, nonce string
+	if t.persistsCWD() {
+		session = t.dirs.get(owner)
+		dir = session.cwd
+		if in.Workdir != "" {
+			d, err := session.resolveWorkdir(in.Workdir, t.Workdir)
+			if err != nil {
+				return "", err
+			}
+			dir = d
+		}
+		if !in.RunInBackground {
+			nonce = newNonce()
+		}
+		req.Command = cwdWrap(in.Command, dir, nonce, !in.RunInBackground)
+	}
 	if in.SandboxPermissions == RequireEscalated {
 		err := t.policy.approve(ctx, opts.Approver, EscalationRequest{
 			Owner: owner, Command: in.Command, Description: in.Description, Justification: in.Justification,
@@ -186,7 +225,7 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 		req.SandboxMode = EscalationTarget
 	}
 	if in.RunInBackground {
-		job, err := t.jobs.Start(ctx, owner, req)
+		job, err := t.jobs.start(ctx, owner, req, in.Command)
 		if err != nil {
 			return "", err
 		}
@@ -199,7 +238,56 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	if err != nil {
 		return "", err
 	}
-	return renderResult(res, t.escalates()), nil
+	var notes []string
+	if nonce != "" {
+		notes = t.afterRun(owner, session, dir, nonce, &res)
+	}
+	return renderResult(res, t.escalates(), notes...), nil
+}
+
+// afterRun takes the working-directory report out of res's output, keeps
+// where the command ended as owner's next directory when it is within the
+// roots, and returns the notes that say where the session is.
+func (t *BashTool) afterRun(owner string, session sessionDir, dir, nonce string, res *pluginapi.RunResult) []string {
+	rep, ok := takeCWDReport(&res.Stdout, nonce)
+	if !ok {
+		// The shell ended before it could say (killed, or it exec'd):
+		// the session stays where it was.
+		return nil
+	}
+	if rep.start != "" {
+		session.base = rep.start
+	}
+	if sb := res.Sandbox; sb != nil {
+		session.roots = sb.WritableRoots
+	}
+	var notes []string
+	if rep.gone {
+		notes = append(notes, fmt.Sprintf("[the working directory %s is gone or cannot be entered; the command ran in the session's workdir %s]", dir, session.base))
+	}
+	before := cmp.Or(dir, session.base)
+	if rep.gone {
+		before = session.base
+	}
+	switch {
+	case rep.end == "":
+		session.cwd = ""
+		notes = append(notes, fmt.Sprintf("[the command's working directory is gone; the next command starts in the session's workdir %s]", session.base))
+	case !session.allowed(rep.end, t.Workdir):
+		session.cwd = ""
+		notes = append(notes, fmt.Sprintf("[the command ended in %s, outside the allowed roots (%s); the next command starts in the session's workdir %s]", rep.end, strings.Join(session.rootList(t.Workdir), ", "), session.base))
+	default:
+		if rep.end == session.base {
+			session.cwd = ""
+		} else {
+			session.cwd = rep.end
+		}
+		if rep.end != before || rep.end != session.base {
+			notes = append(notes, "[cwd: "+rep.end+"]")
+		}
+	}
+	t.dirs.put(owner, session)
+	return notes
 }
 
 // RenderResult renders a run for a model: the output cleaned of terminal
@@ -210,7 +298,7 @@ func RenderResult(res pluginapi.RunResult) string { return renderResult(res, tru
 
 // renderResult is RenderResult; a likely denial's note suggests an
 // escalation only when escalate is set.
-func renderResult(res pluginapi.RunResult, escalate bool) string {
+func renderResult(res pluginapi.RunResult, escalate bool, extra ...string) string {
 	var b strings.Builder
 	b.WriteString(CleanOutput(res.Stdout.Text))
 	if res.Stderr.Text != "" {
@@ -267,6 +355,7 @@ func renderResult(res pluginapi.RunResult, escalate bool) string {
 				sb.Mode, strings.Join(sb.Evidence, " | "), RequireEscalated))
 		}
 	}
+	notes = append(notes, extra...)
 	body := b.String()
 	if len(notes) > 0 {
 		if body != "" && !strings.HasSuffix(body, "\n") {

@@ -239,6 +239,12 @@ const finalReadTimeout = 10 * time.Second
 // A request without a partition runs in owner's (pluginapi.ExecRequest's
 // Partition): owners do not share processes.
 func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecRequest) (JobInfo, error) {
+	return j.start(ctx, owner, req, req.Command)
+}
+
+// start is Start, the job listed as command (what its owner asked for,
+// without the wrapper the bash tool ran it under).
+func (j *Jobs) start(ctx context.Context, owner string, req pluginapi.ExecRequest, command string) (JobInfo, error) {
 	if req.Partition == "" {
 		req.Partition = owner
 	}
@@ -265,7 +271,7 @@ func (j *Jobs) Start(ctx context.Context, owner string, req pluginapi.ExecReques
 		return JobInfo{}, err
 	}
 	jb := &job{
-		info:    JobInfo{ID: id, Owner: owner, Command: req.Command, Generation: gen, State: JobRunning, StartedAt: time.Now()},
+		info:    JobInfo{ID: id, Owner: owner, Command: command, Generation: gen, State: JobRunning, StartedAt: time.Now()},
 		proc:    proc,
 		done:    make(chan struct{}),
 		readMax: [2]int{recoveredReadMax(spec.StdoutMaxBytes), recoveredReadMax(spec.StderrMaxBytes)},

@@ -570,6 +570,7 @@ func (t *Tools) endOwner(owner string) {
 		}
 	}
 	t.jobs.Notices(owner)
+	t.tool.ForgetSession(owner)
 	if err := pluginapi.ClosePartition(ctx, t.shell, owner); err != nil {
 		t.logger.Warn("ending a closed session's partition", "partition", owner, "error", err)
 	}
