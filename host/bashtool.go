@@ -234,7 +234,11 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	if opts.OnStart != nil {
 		opts.OnStart()
 	}
-	res, err := pluginapi.RunRequest(ctx, t.shell, req, opts.OnOutput)
+	onOutput := opts.OnOutput
+	if onOutput != nil && nonce != "" {
+		onOutput = func(s pluginapi.Stream, b []byte) { opts.OnOutput(s, withoutCWDReport(b, nonce)) }
+	}
+	res, err := pluginapi.RunRequest(ctx, t.shell, req, onOutput)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -214,4 +215,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// withoutCWDReport is a chunk of live output without the report tagged
+// nonce, so progress never shows it. The report is one small write, so it
+// comes in one chunk.
+func withoutCWDReport(b []byte, nonce string) []byte {
+	i := bytes.Index(b, []byte("\n"+nonce+" "))
+	if i < 0 {
+		return b
+	}
+	rest := b[i+1:]
+	// The report holds two NULs, then the line's end.
+	n := 0
+	for j, c := range rest {
+		switch {
+		case c == 0:
+			n++
+		case c == '\n' && n >= 2:
+			return append(b[:i:i], rest[j+1:]...)
+		}
+	}
+	return b[:i]
 }
