@@ -15,16 +15,16 @@ import (
 
 // executorBinary is the file a launch of ex runs. A built-in executor is
 // this program's running image. Any other binary must pass
-// registry.CheckBinary against roots, and runs from its resolved path;
+// registry.CheckBinaryRoots against roots, and runs from its resolved path;
 // one that does not pass runs only when ex.Checksum pins it, and then from
 // a copy in private (a directory of the host's, mode 0700), made and
 // checked against the pin in one pass: whoever can write where the binary
 // lies cannot swap it between the check and the exec.
-func executorBinary(ex Executor, roots []string, private string) (string, error) {
+func executorBinary(ex Executor, roots []registry.Root, private string) (string, error) {
 	if ex.Builtin {
 		return selfImage(ex.Path), nil
 	}
-	real, err := registry.CheckBinary(ex.Path, roots)
+	real, err := registry.CheckBinaryRoots(ex.Path, roots, "a command")
 	if err == nil || len(ex.Checksum) == 0 || !errors.Is(err, registry.ErrUnsafeBinary) {
 		return real, err
 	}
@@ -33,7 +33,7 @@ func executorBinary(ex Executor, roots []string, private string) (string, error)
 		return "", err
 	}
 	// The copy must be out of reach too (a workdir of /tmp would hold it).
-	if _, err := registry.CheckBinary(copied, roots); err != nil {
+	if _, err := registry.CheckBinaryRoots(copied, roots, "a command"); err != nil {
 		return "", fmt.Errorf("the pinned executor %s runs from a private copy, and that copy is unsafe too: %w", ex.Path, err)
 	}
 	return copied, nil
@@ -71,11 +71,11 @@ func pinnedCopy(ex Executor, dir string) (string, error) {
 // a built-in executor has no binary a reload would read, and a binary that
 // could be replaced by others is refused unless pinned (then every reload
 // checks the pin).
-func checkWatchable(ex Executor, path string, roots []string) error {
+func checkWatchable(ex Executor, path string, roots []registry.Root) error {
 	if ex.Builtin {
 		return fmt.Errorf("the built-in executor %s is this program, re-executed from its running image: a change to %s is never run, so there is nothing to watch", ex.Name, path)
 	}
-	if _, err := registry.CheckBinary(path, roots); err != nil && (len(ex.Checksum) == 0 || !errors.Is(err, registry.ErrUnsafeBinary)) {
+	if _, err := registry.CheckBinaryRoots(path, roots, "a command"); err != nil && (len(ex.Checksum) == 0 || !errors.Is(err, registry.ErrUnsafeBinary)) {
 		return err
 	}
 	return nil

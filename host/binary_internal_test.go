@@ -130,7 +130,7 @@ func TestExecutorBinaryRefusesWhatOthersCouldReplace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := tc.setup(t)
 			private := t.TempDir()
-			got, err := executorBinary(ex, tc.roots, private)
+			got, err := executorBinary(ex, Options{WritableRoots: tc.roots}.knownRoots(), private)
 			switch {
 			case len(tc.want) == 0:
 				real, _ := filepath.EvalSymlinks(ex.Path)
@@ -174,7 +174,7 @@ func TestABuiltinRunsTheRunningImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := executorBinary(ex, []string{filepath.Dir(ex.Path)}, t.TempDir())
+	got, err := executorBinary(ex, Options{WritableRoots: []string{filepath.Dir(ex.Path)}}.knownRoots(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

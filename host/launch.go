@@ -85,12 +85,26 @@ type Options struct {
 	// of the host's, so that the files outlive a plugin that dies, and go
 	// when the host removes it.
 	SpillDir string
-	// WritableRoots are the directories commands may write beneath: the
-	// workdir they run in and a sandbox's writable roots. Every launch
-	// (the first, each reload, each restart) refuses an executor binary
-	// that lies beneath one of them, or where another user could replace
-	// it, unless Executor.Checksum pins it: see registry.CheckBinary.
+	// WritableRoots are directories commands may write beneath that are
+	// known before the executor runs (the settings file's
+	// sandbox.writableRoots). Every launch (the first, each reload, each
+	// restart) refuses an executor binary that lies beneath one of them, or
+	// where another user could replace it, unless Executor.Checksum pins
+	// it: see registry.CheckBinary.
+	//
+	// Besides them, the executor says in Describe where its commands can
+	// write on this machine (pluginapi.Description.Reach): a binary there
+	// is refused once the executor has its settings, before any command
+	// runs, and every later launch checks it before running it. An
+	// executor that does not say is taken to write Workdirs.
 	WritableRoots []string
+	// Workdirs are the directories of this machine commands run in (the
+	// workdir of a session): part of the reach of an executor whose
+	// commands write their workdir (Reach.Workdirs) or that does not say.
+	Workdirs []string
+	// reach is the reach the executor said at its last launch or
+	// configuration, checked before each later launch.
+	reach []registry.Root
 
 	// hostSpillDir is a spill directory the host made for itself, apart
 	// from the plugin's socket directory: the plugin removes it when the
@@ -114,6 +128,14 @@ type Host struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// ex and opts launched it.
+	ex   Executor
+	opts Options
+	mu   sync.Mutex
+	// reach is what the executor said at its last configuration: see
+	// checkReach.
+	reach []registry.Root
 }
 
 // Launch starts the executor plugin, connects to it over gRPC, and checks
@@ -157,7 +179,7 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)
 	}
-	bin, err := executorBinary(ex, opts.WritableRoots, sockDir)
+	bin, err := executorBinary(ex, opts.knownRoots(), sockDir)
 	if err != nil {
 		_ = os.RemoveAll(sockDir)
 		if errors.Is(err, registry.ErrUnsafeBinary) || errors.Is(err, registry.ErrChecksumMismatch) {
@@ -258,11 +280,95 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 			return fail(err)
 		}
 	}
-	h := &Host{client: client, shell: shell, desc: desc, sockDir: sockDir, tagPrefix: tagPrefix, spillDir: spillDir}
+	h := &Host{client: client, shell: shell, desc: desc, sockDir: sockDir, tagPrefix: tagPrefix, spillDir: spillDir,
+		ex: ex, opts: opts, reach: opts.reach}
 	if err := h.Configure(ctx, opts.Settings); err != nil {
+		if errors.Is(err, registry.ErrUnsafeBinary) {
+			client.Kill()
+			_ = os.RemoveAll(sockDir)
+			return nil, fmt.Errorf("%w: %w", ErrLaunch, err) // the message names the binary
+		}
 		return fail(err)
 	}
 	return h, nil
+}
+
+// knownRoots are the roots a launch checks the binary against before it
+// runs: WritableRoots, and the reach the executor said last time.
+func (o Options) knownRoots() []registry.Root {
+	roots := make([]registry.Root, 0, len(o.WritableRoots)+len(o.reach))
+	for _, r := range o.WritableRoots {
+		roots = append(roots, registry.Root{Path: r, What: "the sandbox writable root %s", Who: "a sandboxed command"})
+	}
+	return append(roots, o.reach...)
+}
+
+// reachRoots are the roots of this machine that commands of the executor
+// d describes can write, each saying which rule makes it one: what d.Reach
+// says, or, when it says nothing, the workdirs.
+func reachRoots(d pluginapi.Description, workdirs []string) []registry.Root {
+	who := "a command of " + d.Name
+	var roots []registry.Root
+	switch d.Reach.Kind {
+	case pluginapi.ReachUser:
+		// The commands write wherever this user may: no place is safer
+		// than another, and only ownership and permissions are checked.
+	case pluginapi.ReachPaths:
+		for _, p := range d.Reach.Paths {
+			roots = append(roots, registry.Root{Path: p, Who: who,
+				What: "%s, which " + d.Name + "'s commands can write (it says so in Describe)"})
+		}
+		if d.Reach.Workdirs {
+			for _, w := range workdirs {
+				roots = append(roots, registry.Root{Path: w, Who: who,
+					What: "the workdir %s, which " + d.Name + "'s commands can write (it says so in Describe)"})
+			}
+		}
+	default:
+		for _, w := range workdirs {
+			roots = append(roots, registry.Root{Path: w, Who: who,
+				What: "the workdir %s (" + d.Name + " does not say in Describe where its commands can write, so the workdir counts)"})
+		}
+	}
+	return roots
+}
+
+// checkReach asks the executor, as configured now, where its commands can
+// write, and refuses (an *registry.UnsafeBinaryError) its binary when it
+// lies there and no checksum pins it. A pinned one is accepted: every
+// later launch checks the pin and runs it from a private copy. What it
+// learned is checked before every later launch.
+func (h *Host) checkReach(ctx context.Context) error {
+	if h.ex.Builtin {
+		return nil // the running image is launched, never a file
+	}
+	d, err := h.shell.Describe(ctx)
+	if err != nil {
+		return fmt.Errorf("host: describe: %w", err)
+	}
+	roots := reachRoots(d, h.opts.Workdirs)
+	h.mu.Lock()
+	h.reach = roots
+	h.mu.Unlock()
+	real, err := filepath.EvalSymlinks(h.ex.Path)
+	if err != nil {
+		return fmt.Errorf("host: executor %s: %w", h.ex.Path, err)
+	}
+	if abs, err := filepath.Abs(real); err == nil {
+		real = abs
+	}
+	err = registry.BinaryBeneath(real, roots, "a command")
+	if err != nil && len(h.ex.Checksum) == 0 {
+		return err
+	}
+	return nil
+}
+
+// learnedReach is the reach the executor said last (see checkReach).
+func (h *Host) learnedReach() []registry.Root {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reach
 }
 
 // Shell is the mounted executor.
@@ -301,7 +407,7 @@ func (h *Host) Configure(ctx context.Context, settings []byte) error {
 		return err
 	}
 	if len(settings) == 0 {
-		return nil
+		return h.checkReach(ctx)
 	}
 	c, ok := h.shell.(pluginapi.Configurable)
 	if !ok {
@@ -310,7 +416,9 @@ func (h *Host) Configure(ctx context.Context, settings []byte) error {
 	if err := c.Configure(ctx, settings); err != nil {
 		return fmt.Errorf("host: settings: %w", err)
 	}
-	return nil
+	// Settings may widen the reach (a container's workspace): a binary
+	// that lies there now is refused before a command runs.
+	return h.checkReach(ctx)
 }
 
 // KillLeftovers kills whatever the plugin started that is still alive: after

@@ -246,6 +246,9 @@ func (r *Runtime) Reload(ctx context.Context) error {
 		return ErrClosed
 	}
 	opts := r.opts.Options
+	// Where the running executor's commands write, the new binary must
+	// not lie, checked before it runs.
+	opts.reach = r.current().host.learnedReach()
 	if r.opts.Resolve != nil {
 		ex, err := r.opts.Resolve(ctx)
 		if err != nil {
@@ -437,7 +440,9 @@ func (r *Runtime) recover(g *generation) {
 	r.mu.Unlock()
 	for backoff := restartBackoffFirst; ; backoff = min(2*backoff, restartBackoffMost) {
 		lctx, cancel := context.WithTimeout(context.Background(), closeGenerationTimeout)
-		h, err := Launch(lctx, r.opts.Options)
+		opts := r.opts.Options
+		opts.reach = g.host.learnedReach() // checked before the binary runs again
+		h, err := Launch(lctx, opts)
 		cancel()
 		if err == nil {
 			r.mu.Lock()

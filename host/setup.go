@@ -446,11 +446,15 @@ func (s Setup) Available(dir PluginDir) (selected, shadowed []Available, err err
 // options are the launch options of r's executors: the loggers, the spill
 // directory (made here), and the writable roots.
 func (r *Resolved) options() (Options, error) {
+	workdir, err := filepath.Abs(cmp.Or(r.Setup.Workdir, "."))
+	if err != nil {
+		return Options{}, fmt.Errorf("the workdir: %w", err)
+	}
 	roots, err := r.WritableRoots()
 	if err != nil {
 		return Options{}, err
 	}
-	opts := Options{Logger: r.Setup.Logger, PluginLogger: r.Setup.PluginLogger, WritableRoots: roots}
+	opts := Options{Logger: r.Setup.Logger, PluginLogger: r.Setup.PluginLogger, WritableRoots: roots, Workdirs: []string{workdir}}
 	if r.Setup.SpillDir != "" {
 		abs, err := filepath.Abs(r.Setup.SpillDir)
 		if err == nil {
@@ -464,16 +468,14 @@ func (r *Resolved) options() (Options, error) {
 	return opts, nil
 }
 
-// WritableRoots are the directories commands may write beneath, where no
-// executor binary may lie unless pinned: the workdir (the current directory
-// when none is given: the executor's default) and the settings file's
-// sandbox.writableRoots. Each is absolute; the host resolves their links.
+// WritableRoots are the directories commands may write beneath that are
+// known before an executor runs, where no executor binary may lie unless
+// pinned: the settings file's sandbox.writableRoots, which every executor
+// that takes a sandbox section makes writable. (The workdir counts as the
+// executor says in Describe: see Options.WritableRoots.) Each is
+// absolute; the host resolves their links.
 func (r *Resolved) WritableRoots() ([]string, error) {
-	workdir, err := filepath.Abs(cmp.Or(r.Setup.Workdir, "."))
-	if err != nil {
-		return nil, fmt.Errorf("the workdir: %w", err)
-	}
-	roots := []string{workdir}
+	var roots []string
 	if r.File != nil {
 		more, err := r.File.SandboxWritableRoots()
 		if err != nil {

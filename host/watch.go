@@ -43,7 +43,9 @@ func (r *Runtime) WatchBinary(ctx context.Context, path string, debounce time.Du
 	r.reload.Lock() // a reload may name the executor anew
 	ex := r.opts.Executor
 	r.reload.Unlock()
-	if err := checkWatchable(ex, abs, r.opts.WritableRoots); err != nil {
+	opts := r.opts.Options
+	opts.reach = r.current().host.learnedReach()
+	if err := checkWatchable(ex, abs, opts.knownRoots()); err != nil {
 		return fmt.Errorf("host: refusing to watch %s: %w", abs, err)
 	}
 	w, err := fsnotify.NewWatcher()

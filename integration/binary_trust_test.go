@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,16 +30,21 @@ const exitRefused = 125
 // plugin planted at bin/dsh-executor-bash-local; it returns the directory,
 // the binary and the binary's SHA-256.
 func workspace(t *testing.T) (ws, bin, sum string) {
+	return workspaceWith(t, bins.plugin)
+}
+
+// workspaceWith is workspace with the plugin src planted under its name.
+func workspaceWith(t *testing.T, src string) (ws, bin, sum string) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(bins.plugin)
+	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin = filepath.Join(ws, "bin", "dsh-executor-bash-local")
+	bin = filepath.Join(ws, "bin", filepath.Base(src))
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +64,9 @@ func runIn(t *testing.T, tag, dir string, args ...string) result {
 }
 
 func TestAnExecutorWhereCommandsWriteIsRefused(t *testing.T) {
-	ws, bin, sum := workspace(t)
-	refusal := "executor " + bin + " lies under the sandbox writable root " + ws + ": a sandboxed command could replace it; move it or pin its checksum in host.checksums"
+	ws, bin, sum := workspaceWith(t, bins.sandbox)
+	// bash-sandbox says in Describe that its commands write their workdir.
+	refusal := "executor " + bin + " lies under the workdir " + ws + ", which bash-sandbox's commands can write (it says so in Describe): a command of bash-sandbox could replace it; move it or pin its checksum in host.checksums"
 
 	t.Run("run --workdir", func(t *testing.T) {
 		r := runIn(t, scenario(t), t.TempDir(), "run", "--workdir", ws, "--executor", bin, "--", "echo ran")
@@ -68,15 +75,17 @@ func TestAnExecutorWhereCommandsWriteIsRefused(t *testing.T) {
 		}
 	})
 
-	// A binary a command already replaced: it must never run, not even
-	// once to be described.
-	t.Run("run in the workspace, a planted binary", func(t *testing.T) {
+	// A binary beneath a root known before anything runs (the settings
+	// file's sandbox.writableRoots): a command may already have replaced
+	// it, so it must never run, not even once to be described.
+	t.Run("a planted binary beneath sandbox.writableRoots", func(t *testing.T) {
 		mark := filepath.Join(ws, "pwned")
 		evil := filepath.Join(ws, "bin", "dsh-executor-evil")
 		if err := os.WriteFile(evil, []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		r := runIn(t, scenario(t), ws, "run", "--executor", "bin/dsh-executor-evil", "--", "true")
+		settings := settingsFile(t, "sandbox:\n  writableRoots: ["+ws+"]\n")
+		r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", "bin/dsh-executor-evil", "--", "true")
 		if r.code != exitRefused || !strings.Contains(r.stderr, "executor "+evil+" lies under the sandbox writable root "+ws) {
 			t.Errorf("exit %d, stderr:\n%s\nwant 125 and a refusal naming %s", r.code, r.stderr, evil)
 		}
@@ -98,7 +107,11 @@ func TestAnExecutorWhereCommandsWriteIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		settings := settingsFile(t, "sandbox:\n  writableRoots: ["+link+"]\n")
-		r := runIn(t, scenario(t), t.TempDir(), "run", "--settings", settings, "--executor", bin, "--", "echo ran")
+		_, local, _ := workspace(t)
+		if err := os.Rename(local, filepath.Join(ws, "bin", filepath.Base(local))); err != nil {
+			t.Fatal(err)
+		}
+		r := runIn(t, scenario(t), t.TempDir(), "run", "--settings", settings, "--executor", filepath.Join(ws, "bin", filepath.Base(local)), "--", "echo ran")
 		if want := "lies under the sandbox writable root " + ws + " (" + link + ")"; r.code != exitRefused || !strings.Contains(r.stderr, want) {
 			t.Errorf("exit %d, stderr:\n%s\nwant 125 and %q", r.code, r.stderr, want)
 		}
@@ -127,7 +140,7 @@ func TestAnExecutorWhereCommandsWriteIsRefused(t *testing.T) {
 		}
 	})
 
-	for name, key := range map[string]string{"pinned by its path": `"` + bin + `"`, "pinned by its name": "bash-local"} {
+	for name, key := range map[string]string{"pinned by its path": `"` + bin + `"`, "pinned by its name": "bash-sandbox"} {
 		t.Run(name, func(t *testing.T) {
 			settings := settingsFile(t, "host:\n  checksums:\n    "+key+": "+sum+"\n")
 			r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", bin, "--", "echo pinned")
@@ -139,7 +152,7 @@ func TestAnExecutorWhereCommandsWriteIsRefused(t *testing.T) {
 
 	t.Run("pinned to other content", func(t *testing.T) {
 		other := sha256.Sum256([]byte("another build"))
-		settings := settingsFile(t, "host:\n  checksums:\n    bash-local: "+hex.EncodeToString(other[:])+"\n")
+		settings := settingsFile(t, "host:\n  checksums:\n    bash-sandbox: "+hex.EncodeToString(other[:])+"\n")
 		r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", bin, "--", "echo ran")
 		if r.code != exitRefused || !strings.Contains(r.stderr, "checksum mismatch: "+bin+" is sha256:"+sum+", the settings require sha256:"+hex.EncodeToString(other[:])) || strings.Contains(r.stdout, "ran") {
 			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 125 and a checksum mismatch naming both hashes", r.code, r.stdout, r.stderr)
@@ -387,6 +400,67 @@ func TestAPluginDirectoryBinaryAgainstItsPinIsRefused(t *testing.T) {
 		r := dsh(t, scenario(t), "mcp", "--settings", settings, "--plugin-dir", dir, "--executor", "extra")
 		if r.code != exitRefused || !strings.Contains(r.stderr, refusal) || r.stdout != "" {
 			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 125, nothing on stdout, and %q", r.code, r.stdout, r.stderr, refusal)
+		}
+	})
+}
+
+// The placement check applies the executor's own reach, as it says in
+// Describe: the README's container and SSH examples, run from the
+// directory their plugin lies in (a checkout's root), are not refused for
+// a "writable root" that is only the current directory; bash-local's
+// commands write wherever its user may, so only ownership and permissions
+// count; a container whose workspace holds the binary is refused, naming
+// the rule and the path.
+func TestThePlacementCheckIsTheExecutorsReach(t *testing.T) {
+	t.Run("bash-local in its workdir", func(t *testing.T) {
+		ws, bin, _ := workspace(t)
+		r := runIn(t, scenario(t), ws, "run", "--executor", bin, "--", "echo ran")
+		if r.code != 0 || r.stdout != "ran\n" {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant it to run", r.code, r.stdout, r.stderr)
+		}
+	})
+
+	t.Run("ssh from the directory of its plugin", func(t *testing.T) {
+		ws, bin, _ := workspaceWith(t, bins.ssh)
+		// Nothing listens on port 1: the command fails to connect, after
+		// the placement check passed.
+		known := filepath.Join(ws, "known_hosts")
+		if err := os.WriteFile(known, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		key := filepath.Join(t.TempDir(), "id")
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+		settings := settingsFile(t, "shell:\n  address: 127.0.0.1:1\n  user: nobody\n  identityFile: "+key+"\n  knownHosts: "+known+"\n  agent: "+bins.agent+"\n")
+		r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", bin, "--", "echo ran")
+		if strings.Contains(r.stderr, "lies under") || !strings.Contains(r.stderr, "127.0.0.1:1") {
+			t.Errorf("exit %d, stderr:\n%s\nwant no placement refusal, and the connection's failure", r.code, r.stderr)
+		}
+	})
+
+	t.Run("container whose workspace holds its plugin", func(t *testing.T) {
+		ws, bin, _ := workspaceWith(t, bins.container)
+		settings := settingsFile(t, "shell:\n  image: dsh-test:local\n  workspace: "+ws+"\n  agent: "+bins.agent+"\n")
+		r := runIn(t, scenario(t), t.TempDir(), "run", "--settings", settings, "--executor", bin, "--", "echo ran")
+		want := "executor " + bin + " lies under " + ws + ", which container's commands can write (it says so in Describe): a command of container could replace it"
+		if r.code != exitRefused || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout, "ran") {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 125 and %q", r.code, r.stdout, r.stderr, want)
+		}
+	})
+
+	t.Run("container from the directory of its plugin", func(t *testing.T) {
+		addr := testEngine(t, "podman")
+		ws, bin, _ := workspaceWith(t, bins.container)
+		elsewhere, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		settings := settingsFile(t, "shell:\n  engine: "+addr+"\n  image: "+cmp.Or(os.Getenv("DSH_TEST_IMAGE"), "dsh-test:local")+
+			"\n  workspace: "+elsewhere+"\n  agent: "+bins.agent+"\n")
+		r := runIn(t, scenario(t), ws, "run", "--settings", settings, "--executor", bin, "--", "echo ran")
+		if r.code != 0 || r.stdout != "ran\n" {
+			t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant it to run", r.code, r.stdout, r.stderr)
 		}
 	})
 }

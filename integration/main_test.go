@@ -24,6 +24,9 @@ var bins struct {
 	embed string
 	// agent is dsh-agent, built static as it ships.
 	agent string
+	// sandbox, container and ssh are the standalone plugins of those
+	// executors, as make build lays them out beside bash-local's.
+	sandbox, container, ssh string
 }
 
 func TestMain(m *testing.M) {
@@ -47,13 +50,19 @@ func buildAndRun(m *testing.M) int {
 	bins.deaf = filepath.Join(bins.dir, "fixtures", "deaf-plugin")
 	bins.embed = filepath.Join(bins.dir, "fixtures", "embed")
 	bins.agent = filepath.Join(bins.dir, "dsh-agent")
+	bins.sandbox = filepath.Join(bins.dir, "dsh-executor-bash-sandbox")
+	bins.container = filepath.Join(bins.dir, "dsh-executor-container")
+	bins.ssh = filepath.Join(bins.dir, "dsh-executor-ssh")
 	for out, pkg := range map[string]string{
-		bins.host:   "github.com/dsh-host/dsh-host/cmd/dsh-host",
-		bins.plugin: "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
-		bins.hung:   "github.com/dsh-host/dsh-host/integration/testdata/hung-plugin",
-		bins.deaf:   "github.com/dsh-host/dsh-host/integration/testdata/deaf-plugin",
-		bins.embed:  "github.com/dsh-host/dsh-host/integration/testdata/embed",
-		bins.agent:  "github.com/dsh-host/dsh-host/cmd/dsh-agent",
+		bins.host:      "github.com/dsh-host/dsh-host/cmd/dsh-host",
+		bins.plugin:    "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
+		bins.hung:      "github.com/dsh-host/dsh-host/integration/testdata/hung-plugin",
+		bins.deaf:      "github.com/dsh-host/dsh-host/integration/testdata/deaf-plugin",
+		bins.embed:     "github.com/dsh-host/dsh-host/integration/testdata/embed",
+		bins.agent:     "github.com/dsh-host/dsh-host/cmd/dsh-agent",
+		bins.sandbox:   "github.com/dsh-host/dsh-host/plugins/bash-sandbox/cmd/dsh-executor-bash-sandbox",
+		bins.container: "github.com/dsh-host/dsh-host/plugins/container/cmd/dsh-executor-container",
+		bins.ssh:       "github.com/dsh-host/dsh-host/plugins/ssh/cmd/dsh-executor-ssh",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -14,6 +14,7 @@ func describeToProto(d Description) *pb.DescribeResponse {
 		Name: d.Name, Version: d.Version, Platform: d.Platform,
 		SandboxMode: string(d.SandboxMode), SettingsNamespace: d.SettingsNamespace,
 		SettingsSchema: d.SettingsSchema, Services: d.Services, Uncontained: d.Uncontained, Shell: d.Shell,
+		HostReach: reachToProto(d.Reach),
 	}
 }
 
@@ -22,7 +23,42 @@ func describeFromProto(p *pb.DescribeResponse) Description {
 		Name: p.GetName(), Version: p.GetVersion(), Platform: p.GetPlatform(),
 		SandboxMode: SandboxMode(p.GetSandboxMode()), SettingsNamespace: p.GetSettingsNamespace(),
 		SettingsSchema: p.GetSettingsSchema(), Services: p.GetServices(), Uncontained: p.GetUncontained(), Shell: p.GetShell(),
+		Reach: reachFromProto(p.GetHostReach()),
 	}
+}
+
+func reachToProto(r HostReach) *pb.HostReach {
+	var kind pb.HostReach_Kind
+	switch r.Kind {
+	case ReachUndeclared:
+		return nil
+	case ReachPaths:
+		kind = pb.HostReach_KIND_PATHS
+	case ReachUser:
+		kind = pb.HostReach_KIND_USER
+	}
+	paths := make([][]byte, len(r.Paths))
+	for i, p := range r.Paths {
+		paths[i] = []byte(p)
+	}
+	return &pb.HostReach{Kind: kind, Paths: paths, Workdirs: r.Workdirs}
+}
+
+func reachFromProto(p *pb.HostReach) HostReach {
+	var r HostReach
+	switch p.GetKind() {
+	case pb.HostReach_KIND_PATHS:
+		r.Kind = ReachPaths
+	case pb.HostReach_KIND_USER:
+		r.Kind = ReachUser
+	default:
+		return HostReach{}
+	}
+	for _, b := range p.GetPaths() {
+		r.Paths = append(r.Paths, string(b))
+	}
+	r.Workdirs = p.GetWorkdirs()
+	return r
 }
 
 func requestToProto(r ExecRequest) *pb.ExecRequest {

@@ -222,7 +222,10 @@ func TestDescribeRoundTrip(t *testing.T) {
 		{Name: "bash-local", Version: "1.2.3", Platform: "linux/amd64", SettingsNamespace: SettingsNamespace,
 			SettingsSchema: `{"type":"object"}`, Services: []string{ServiceShell}},
 		{Name: "bash-sandbox", SandboxMode: SandboxWorkspaceWrite, Services: []string{"shell", "approval"},
-			Uncontained: []string{"abstract unix sockets"}, Shell: "bash"},
+			Uncontained: []string{"abstract unix sockets"}, Shell: "bash",
+			Reach: HostReach{Kind: ReachPaths, Paths: []string{"/w", "/tmp/x"}, Workdirs: true}},
+		{Name: "ssh", Reach: HostReach{Kind: ReachPaths}},
+		{Name: "bash-local", Reach: HostReach{Kind: ReachUser}},
 	}
 	for _, d := range tests {
 		if got := describeFromProto(describeToProto(d)); !reflect.DeepEqual(got, d) {

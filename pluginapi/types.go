@@ -57,6 +57,38 @@ type Description struct {
 	// description names it for a model; empty when the executor does not
 	// say.
 	Shell string `json:"shell,omitempty"`
+	// Reach says where, on the machine the plugin runs on, the executor's
+	// commands can write. A host never launches again (reload, restart) a
+	// plugin binary that lies there, unless its checksum is pinned; the
+	// zero value (ReachUndeclared) leaves the host to guess.
+	Reach HostReach `json:"reach,omitzero"`
+}
+
+// ReachKind is how far an executor's commands reach on the plugin's
+// machine.
+type ReachKind string
+
+const (
+	// ReachUndeclared: the executor does not say.
+	ReachUndeclared ReachKind = ""
+	// ReachPaths: only beneath HostReach.Paths (nothing when there are
+	// none: the commands run on another machine), and the workdir a request
+	// names when HostReach.Workdirs is set.
+	ReachPaths ReachKind = "paths"
+	// ReachUser: wherever the plugin's user may write; the commands run
+	// unconfined.
+	ReachUser ReachKind = "user"
+)
+
+// HostReach is where an executor's commands can write on the machine its
+// plugin runs on (see Description.Reach).
+type HostReach struct {
+	Kind ReachKind `json:"kind,omitempty"`
+	// Paths are absolute directories (for ReachPaths).
+	Paths []string `json:"paths,omitempty"`
+	// Workdirs says a command can also write the workdir it runs in,
+	// wherever a request puts it (a sandbox's workspace-write).
+	Workdirs bool `json:"workdirs,omitempty"`
 }
 
 // ExecRequest is what a caller asks for. Zero fields take the executor's

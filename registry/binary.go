@@ -58,7 +58,31 @@ func (e *UnsafeBinaryError) Is(target error) bool { return target == ErrUnsafeBi
 // which passed the check, cannot be. (The check is internal/binarytrust's,
 // which the container executor applies to its agent too.)
 func CheckBinary(path string, writableRoots []string) (string, error) {
-	real, err := binarytrust.Check(path, writableRoots)
+	return checked(binarytrust.Check(path, writableRoots))
+}
+
+// Root is a directory commands may write beneath, and what it is to them
+// (its What and Who name the rule in a refusal).
+type Root = binarytrust.Root
+
+// CheckBinaryRoots is CheckBinary with roots that say what they are: a
+// binary beneath one "lies under WHAT PATH: WHO could replace it"; who is
+// the default Who.
+func CheckBinaryRoots(path string, roots []Root, who string) (string, error) {
+	return checked(binarytrust.CheckRoots(path, roots, who))
+}
+
+// BinaryBeneath is the *UnsafeBinaryError of a binary at real (absolute,
+// symlinks resolved, as CheckBinary returns it) that lies beneath one of
+// roots; nil when it lies beneath none.
+func BinaryBeneath(real string, roots []Root, who string) error {
+	if u := binarytrust.Beneath(real, roots, who); u != nil {
+		return &UnsafeBinaryError{Path: u.Path, Reason: u.Reason, Who: u.Who}
+	}
+	return nil
+}
+
+func checked(real string, err error) (string, error) {
 	if u, ok := errors.AsType[*binarytrust.Unsafe](err); ok {
 		return "", &UnsafeBinaryError{Path: u.Path, Reason: u.Reason, Who: u.Who}
 	}

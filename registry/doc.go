@@ -4,6 +4,6 @@
 // Catalog of executor plugin binaries found in a plugin directory, with
 // their SHA-256 checksums verified before launch; and CheckBinary, which
 // refuses a binary that someone other than its owner could replace (one
-// beneath a sandbox writable root, or in a directory others may write)
+// beneath a directory commands may write, or in a directory others may write)
 // before a host runs it unconfined.
 package registry

@@ -20,10 +20,11 @@ Run 'dsh-host help COMMAND' (or 'dsh-host COMMAND --help') for a command's flags
 `
 
 // trustNote ends the help of each command that mounts an executor.
-const trustNote = `A plugin binary that a command or another user could replace (beneath the
-workdir or a sandbox writable root, or where a directory on its path is
-writable by others) is refused, at mount and at each reload, unless
-host.checksums pins it.
+const trustNote = `A plugin binary that a command or another user could replace (where the
+executor says in Describe its commands can write: bash-sandbox's workdir
+and writable roots, container's workspace, nothing for ssh; or where a
+directory on its path is writable by others) is refused, at mount and at
+each reload, unless host.checksums pins it.
 
 Settings (--settings FILE, or $DSH_SETTINGS) have the sections host
 (executor, pluginDir, checksums), shell (checked against the executor's

@@ -6,6 +6,7 @@
 package binarytrust
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,6 +53,29 @@ func (e *Unsafe) Error() string {
 // link on the way could be repointed; the resolved path, every component
 // of which passed the check, cannot be.
 func Check(path string, writableRoots []string) (string, error) {
+	roots := make([]Root, len(writableRoots))
+	for i, r := range writableRoots {
+		roots[i] = Root{Path: r, What: "the sandbox writable root %s"}
+	}
+	return CheckRoots(path, roots, "a sandboxed command")
+}
+
+// Root is a directory commands may write beneath, and what it is to them.
+type Root struct {
+	Path string
+	// What names the rule in a refusal, %s standing for the root (with
+	// the path it was given as, when that differs): "the sandbox writable
+	// root %s", "%s, where container's commands can write". Empty: "a
+	// writable root %s".
+	What string
+	// Who could replace a binary beneath it: "a command of bash-sandbox";
+	// empty: CheckRoots' who.
+	Who string
+}
+
+// CheckRoots is Check with roots that say what they are: a binary beneath
+// one is refused as one that "lies under WHAT PATH: WHO could replace it".
+func CheckRoots(path string, roots []Root, who string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
@@ -67,26 +91,40 @@ func Check(path string, writableRoots []string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s: not a regular file", real)
 	}
-	for _, root := range writableRoots {
-		if root == "" {
-			continue
-		}
-		r := resolveExisting(root)
-		if r == string(filepath.Separator) || filepath.Dir(r) == r {
-			continue // the filesystem's root: see above
-		}
-		if within(real, r) {
-			reason := "lies under the sandbox writable root " + r
-			if filepath.Clean(root) != r {
-				reason += " (" + root + ")"
-			}
-			return "", &Unsafe{Path: real, Reason: reason, Who: "a sandboxed command"}
-		}
+	if u := Beneath(real, roots, who); u != nil {
+		return "", u
 	}
 	if err := checkOwnership(real); err != nil {
 		return "", err
 	}
 	return real, nil
+}
+
+// Beneath is the refusal of real (absolute, symlinks resolved) when it lies
+// beneath one of roots, nil when it does not.
+func Beneath(real string, roots []Root, who string) *Unsafe {
+	for _, root := range roots {
+		if root.Path == "" {
+			continue
+		}
+		r := resolveExisting(root.Path)
+		if r == string(filepath.Separator) || filepath.Dir(r) == r {
+			continue // the filesystem's root: see above
+		}
+		if within(real, r) {
+			at := r
+			if filepath.Clean(root.Path) != r {
+				at += " (" + root.Path + ")"
+			}
+			what := cmp.Or(root.What, "a writable root %s")
+			if !strings.Contains(what, "%s") {
+				what += " %s"
+			}
+			reason := "lies under " + strings.Replace(what, "%s", at, 1)
+			return &Unsafe{Path: real, Reason: reason, Who: cmp.Or(root.Who, who)}
+		}
+	}
+	return nil
 }
 
 // within reports whether path is dir or lies beneath it; both are clean

@@ -115,6 +115,26 @@ func (s *sandbox) Modes() []pluginapi.SandboxMode { return confine.Modes }
 
 func (s *sandbox) Uncontained() []string { return confine.Uncontained }
 
+// Reach is where confined commands can write on this machine: the workdir
+// a request names (in workspace-write), the policy's writable roots, the
+// roots granted so far and the private temporary directory.
+// (danger-full-access reaches further, but only by an approved escalation,
+// command by command.)
+func (s *sandbox) Reach() pluginapi.HostReach {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	paths := slices.Clone(s.policy.WritableRoots)
+	for _, r := range s.granted {
+		if !slices.Contains(paths, r) {
+			paths = append(paths, r)
+		}
+	}
+	if s.scratch != "" {
+		paths = append(paths, s.scratch)
+	}
+	return pluginapi.HostReach{Kind: pluginapi.ReachPaths, Paths: paths, Workdirs: true}
+}
+
 // Confine returns the spawner of spec's policy, starting it when there is
 // none (or the last one died).
 func (s *sandbox) Confine(spec pluginapi.ExecSpec) (localexec.Confinement, error) {

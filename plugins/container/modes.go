@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,10 +28,12 @@ type Executor struct {
 	mu       sync.Mutex
 	settings []byte // the section in force
 	policy   Policy
-	part     Partitioning
-	byMode   map[modeKey]*modeExecutor // see partition.go
-	closed   bool
-	started  atomic.Uint64 // background processes started (partition.go)
+	// workspace is the settings' workspace ("" for none).
+	workspace string
+	part      Partitioning
+	byMode    map[modeKey]*modeExecutor // see partition.go
+	closed    bool
+	started   atomic.Uint64 // background processes started (partition.go)
 }
 
 // modeExecutor is one mode's executor and its target.
@@ -84,7 +87,25 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 	d := e.desc
 	d.SandboxMode = e.policy.defaultMode()
 	d.Uncontained = uncontainedFor(e.policy)
+	d.Reach = e.reach()
 	return d, nil
+}
+
+// reach is where the commands can write on this machine: the workspace and
+// the writable roots, the directories of this machine a container mounts
+// (read-only in read-only mode, but a command may ask for another mode).
+// e.mu is held.
+func (e *Executor) reach() pluginapi.HostReach {
+	var paths []string
+	for _, d := range append([]string{e.workspace}, e.policy.WritableRoots...) {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			paths = append(paths, abs)
+		}
+	}
+	return pluginapi.HostReach{Kind: pluginapi.ReachPaths, Paths: paths}
 }
 
 // Configure takes the settings section (with the policy, as a host puts
@@ -100,7 +121,7 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 		_ = remoteexec.DecodeStrict(target, &s)
 	}
 	e.mu.Lock()
-	e.settings, e.policy = settings, s.SandboxPolicy
+	e.settings, e.policy, e.workspace = settings, s.SandboxPolicy, s.Workspace
 	e.part = s.Partitioning
 	execs := slices.Collect(maps.Values(e.byMode))
 	e.mu.Unlock()

@@ -82,8 +82,15 @@ func New(cfg Config) *Executor {
 func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) {
 	var mode pluginapi.SandboxMode
 	var uncontained []string
+	// Unconfined, the commands write wherever this user may; a sandbox
+	// says its own reach (an older one that does not is left undeclared).
+	reach := pluginapi.HostReach{Kind: pluginapi.ReachUser}
 	if e.cfg.Sandbox != nil {
 		mode, uncontained = e.cfg.Sandbox.DefaultMode(), e.cfg.Sandbox.Uncontained()
+		reach = pluginapi.HostReach{}
+		if r, ok := e.cfg.Sandbox.(Reacher); ok {
+			reach = r.Reach()
+		}
 	}
 	return pluginapi.Description{
 		SandboxMode:       mode,
@@ -95,6 +102,7 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 		Services:          []string{pluginapi.ServiceShell},
 		Uncontained:       uncontained,
 		Shell:             e.cfg.Shell,
+		Reach:             reach,
 	}, nil
 }
 

@@ -30,6 +30,13 @@ type Sandbox interface {
 	Close() error
 }
 
+// Reacher is a Sandbox that says where its commands can write on this
+// machine (Describe reports it as pluginapi.Description.Reach). It must
+// answer at once, as Uncontained.
+type Reacher interface {
+	Reach() pluginapi.HostReach
+}
+
 // Confinement is how one command runs confined.
 type Confinement struct {
 	Launcher Launcher

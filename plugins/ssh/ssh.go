@@ -89,6 +89,8 @@ func New() *remoteexec.Executor {
 			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
 			Services: []string{pluginapi.ServiceShell},
+			// The commands run on another machine: nothing of this one.
+			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
 		},
 		Target: target{},
 		Split: func(raw []byte) ([]byte, []byte, error) {

@@ -80,6 +80,59 @@ func (Stream) EnumDescriptor() ([]byte, []int) {
 	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{0}
 }
 
+type HostReach_Kind int32
+
+const (
+	// The executor does not say (built against an older contract).
+	HostReach_KIND_UNDECLARED HostReach_Kind = 0
+	// Only beneath paths (none at all when empty: the commands run
+	// elsewhere), and the workdirs a request names when workdirs is set.
+	HostReach_KIND_PATHS HostReach_Kind = 1
+	// Wherever the plugin's user may write: the commands run unconfined.
+	HostReach_KIND_USER HostReach_Kind = 2
+)
+
+// Enum value maps for HostReach_Kind.
+var (
+	HostReach_Kind_name = map[int32]string{
+		0: "KIND_UNDECLARED",
+		1: "KIND_PATHS",
+		2: "KIND_USER",
+	}
+	HostReach_Kind_value = map[string]int32{
+		"KIND_UNDECLARED": 0,
+		"KIND_PATHS":      1,
+		"KIND_USER":       2,
+	}
+)
+
+func (x HostReach_Kind) Enum() *HostReach_Kind {
+	p := new(HostReach_Kind)
+	*p = x
+	return p
+}
+
+func (x HostReach_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HostReach_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_shellexec_v1_shellexec_proto_enumTypes[1].Descriptor()
+}
+
+func (HostReach_Kind) Type() protoreflect.EnumType {
+	return &file_shellexec_v1_shellexec_proto_enumTypes[1]
+}
+
+func (x HostReach_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HostReach_Kind.Descriptor instead.
+func (HostReach_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{2, 0}
+}
+
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -132,7 +185,11 @@ type DescribeResponse struct {
 	Uncontained []string `protobuf:"bytes,8,rep,name=uncontained,proto3" json:"uncontained,omitempty"`
 	// The shell commands run under ("bash", "pwsh"); empty when the executor
 	// does not say.
-	Shell         string `protobuf:"bytes,9,opt,name=shell,proto3" json:"shell,omitempty"`
+	Shell string `protobuf:"bytes,9,opt,name=shell,proto3" json:"shell,omitempty"`
+	// Where, on the machine the plugin runs on, the executor's commands can
+	// write: a host refuses to launch again a plugin binary that lies there.
+	// Unset for an executor built before it existed.
+	HostReach     *HostReach `protobuf:"bytes,10,opt,name=host_reach,json=hostReach,proto3" json:"host_reach,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -230,6 +287,78 @@ func (x *DescribeResponse) GetShell() string {
 	return ""
 }
 
+func (x *DescribeResponse) GetHostReach() *HostReach {
+	if x != nil {
+		return x.HostReach
+	}
+	return nil
+}
+
+// HostReach is where an executor's commands can write on the plugin's
+// machine.
+type HostReach struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  HostReach_Kind         `protobuf:"varint,1,opt,name=kind,proto3,enum=dsh.shellexec.v1.HostReach_Kind" json:"kind,omitempty"`
+	// Directories, absolute (paths, so bytes).
+	Paths [][]byte `protobuf:"bytes,2,rep,name=paths,proto3" json:"paths,omitempty"`
+	// The commands can also write the workdir they run in, wherever a request
+	// puts it.
+	Workdirs      bool `protobuf:"varint,3,opt,name=workdirs,proto3" json:"workdirs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostReach) Reset() {
+	*x = HostReach{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostReach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostReach) ProtoMessage() {}
+
+func (x *HostReach) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostReach.ProtoReflect.Descriptor instead.
+func (*HostReach) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *HostReach) GetKind() HostReach_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return HostReach_KIND_UNDECLARED
+}
+
+func (x *HostReach) GetPaths() [][]byte {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *HostReach) GetWorkdirs() bool {
+	if x != nil {
+		return x.Workdirs
+	}
+	return false
+}
+
 type ExecRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Command        []byte                 `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
@@ -251,7 +380,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[2]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -263,7 +392,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[2]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -276,7 +405,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{2}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ExecRequest) GetCommand() []byte {
@@ -370,7 +499,7 @@ type ExecSpec struct {
 
 func (x *ExecSpec) Reset() {
 	*x = ExecSpec{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[3]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +511,7 @@ func (x *ExecSpec) String() string {
 func (*ExecSpec) ProtoMessage() {}
 
 func (x *ExecSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[3]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +524,7 @@ func (x *ExecSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecSpec.ProtoReflect.Descriptor instead.
 func (*ExecSpec) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{3}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExecSpec) GetCommand() []byte {
@@ -484,7 +613,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +625,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +638,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{4}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ResolveRequest) GetRequest() *ExecRequest {
@@ -528,7 +657,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +669,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +682,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{5}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResolveResponse) GetSpec() *ExecSpec {
@@ -576,7 +705,7 @@ type RunInput struct {
 
 func (x *RunInput) Reset() {
 	*x = RunInput{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +717,7 @@ func (x *RunInput) String() string {
 func (*RunInput) ProtoMessage() {}
 
 func (x *RunInput) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +730,7 @@ func (x *RunInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunInput.ProtoReflect.Descriptor instead.
 func (*RunInput) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{6}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunInput) GetInput() isRunInput_Input {
@@ -660,7 +789,7 @@ type RunStart struct {
 
 func (x *RunStart) Reset() {
 	*x = RunStart{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +801,7 @@ func (x *RunStart) String() string {
 func (*RunStart) ProtoMessage() {}
 
 func (x *RunStart) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +814,7 @@ func (x *RunStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStart.ProtoReflect.Descriptor instead.
 func (*RunStart) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{7}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunStart) GetSpec() *ExecSpec {
@@ -718,7 +847,7 @@ type RunAbort struct {
 
 func (x *RunAbort) Reset() {
 	*x = RunAbort{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +859,7 @@ func (x *RunAbort) String() string {
 func (*RunAbort) ProtoMessage() {}
 
 func (x *RunAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +872,7 @@ func (x *RunAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAbort.ProtoReflect.Descriptor instead.
 func (*RunAbort) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{8}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunAbort) GetReason() string {
@@ -763,7 +892,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +904,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +917,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{9}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OutputChunk) GetStream() Stream {
@@ -818,7 +947,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +959,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +972,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{10}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -903,7 +1032,7 @@ type CollectedOutput struct {
 
 func (x *CollectedOutput) Reset() {
 	*x = CollectedOutput{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1044,7 @@ func (x *CollectedOutput) String() string {
 func (*CollectedOutput) ProtoMessage() {}
 
 func (x *CollectedOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1057,7 @@ func (x *CollectedOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectedOutput.ProtoReflect.Descriptor instead.
 func (*CollectedOutput) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{11}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CollectedOutput) GetText() []byte {
@@ -999,7 +1128,7 @@ type SandboxFacts struct {
 
 func (x *SandboxFacts) Reset() {
 	*x = SandboxFacts{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1140,7 @@ func (x *SandboxFacts) String() string {
 func (*SandboxFacts) ProtoMessage() {}
 
 func (x *SandboxFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1153,7 @@ func (x *SandboxFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxFacts.ProtoReflect.Descriptor instead.
 func (*SandboxFacts) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{12}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SandboxFacts) GetMode() string {
@@ -1126,7 +1255,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1267,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1280,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{13}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RunResult) GetExitCode() int64 {
@@ -1247,7 +1376,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1388,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1401,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{14}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StartRequest) GetSpec() *ExecSpec {
@@ -1296,7 +1425,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1437,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1450,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{15}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StartResponse) GetProcessId() string {
@@ -1354,7 +1483,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1495,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1508,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{16}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadOutputRequest) GetProcessId() string {
@@ -1406,7 +1535,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1547,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1560,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{17}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadOutputResponse) GetDelta() []byte {
@@ -1480,7 +1609,7 @@ type StreamEnds struct {
 
 func (x *StreamEnds) Reset() {
 	*x = StreamEnds{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1621,7 @@ func (x *StreamEnds) String() string {
 func (*StreamEnds) ProtoMessage() {}
 
 func (x *StreamEnds) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1634,7 @@ func (x *StreamEnds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEnds.ProtoReflect.Descriptor instead.
 func (*StreamEnds) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{18}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StreamEnds) GetStdout() int64 {
@@ -1532,7 +1661,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1673,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1686,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{19}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KillRequest) GetProcessId() string {
@@ -1584,7 +1713,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1725,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1738,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{20}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KillResponse) GetKilled() bool {
@@ -1628,7 +1757,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1769,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1782,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{21}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WaitRequest) GetProcessId() string {
@@ -1676,7 +1805,7 @@ type ProcessExit struct {
 
 func (x *ProcessExit) Reset() {
 	*x = ProcessExit{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1817,7 @@ func (x *ProcessExit) String() string {
 func (*ProcessExit) ProtoMessage() {}
 
 func (x *ProcessExit) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1830,7 @@ func (x *ProcessExit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessExit.ProtoReflect.Descriptor instead.
 func (*ProcessExit) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{22}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProcessExit) GetExitCode() int64 {
@@ -1748,7 +1877,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +1889,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +1902,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{23}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WaitResponse) GetExit() *ProcessExit {
@@ -1791,7 +1920,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1932,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1945,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{24}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{25}
 }
 
 type CloseResponse struct {
@@ -1827,7 +1956,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1968,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1981,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{25}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
 }
 
 type ConfigureRequest struct {
@@ -1865,7 +1994,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +2006,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +2019,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ConfigureRequest) GetSettingsJson() []byte {
@@ -1908,7 +2037,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2049,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2062,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{27}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{28}
 }
 
 type ReleaseRequest struct {
@@ -1945,7 +2074,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2086,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2099,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{28}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReleaseRequest) GetProcessId() string {
@@ -1988,7 +2117,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2129,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2142,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{29}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{30}
 }
 
 type ReadSpillRequest struct {
@@ -2030,7 +2159,7 @@ type ReadSpillRequest struct {
 
 func (x *ReadSpillRequest) Reset() {
 	*x = ReadSpillRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2171,7 @@ func (x *ReadSpillRequest) String() string {
 func (*ReadSpillRequest) ProtoMessage() {}
 
 func (x *ReadSpillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2184,7 @@ func (x *ReadSpillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSpillRequest.ProtoReflect.Descriptor instead.
 func (*ReadSpillRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{30}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReadSpillRequest) GetPath() []byte {
@@ -2091,7 +2220,7 @@ type ReadSpillResponse struct {
 
 func (x *ReadSpillResponse) Reset() {
 	*x = ReadSpillResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2103,7 +2232,7 @@ func (x *ReadSpillResponse) String() string {
 func (*ReadSpillResponse) ProtoMessage() {}
 
 func (x *ReadSpillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2116,7 +2245,7 @@ func (x *ReadSpillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSpillResponse.ProtoReflect.Descriptor instead.
 func (*ReadSpillResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{31}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReadSpillResponse) GetData() []byte {
@@ -2142,7 +2271,7 @@ type ClosePartitionRequest struct {
 
 func (x *ClosePartitionRequest) Reset() {
 	*x = ClosePartitionRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2283,7 @@ func (x *ClosePartitionRequest) String() string {
 func (*ClosePartitionRequest) ProtoMessage() {}
 
 func (x *ClosePartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2296,7 @@ func (x *ClosePartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClosePartitionRequest.ProtoReflect.Descriptor instead.
 func (*ClosePartitionRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{32}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ClosePartitionRequest) GetPartition() string {
@@ -2185,7 +2314,7 @@ type ClosePartitionResponse struct {
 
 func (x *ClosePartitionResponse) Reset() {
 	*x = ClosePartitionResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2326,7 @@ func (x *ClosePartitionResponse) String() string {
 func (*ClosePartitionResponse) ProtoMessage() {}
 
 func (x *ClosePartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2339,7 @@ func (x *ClosePartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClosePartitionResponse.ProtoReflect.Descriptor instead.
 func (*ClosePartitionResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{33}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{34}
 }
 
 var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
@@ -2218,7 +2347,7 @@ var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\n" +
 	"\x1cshellexec/v1/shellexec.proto\x12\x10dsh.shellexec.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\xab\x02\n" +
+	"\x0fDescribeRequest\"\xe7\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
@@ -2228,7 +2357,19 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0fsettings_schema\x18\x06 \x01(\tR\x0esettingsSchema\x12\x1a\n" +
 	"\bservices\x18\a \x03(\tR\bservices\x12 \n" +
 	"\vuncontained\x18\b \x03(\tR\vuncontained\x12\x14\n" +
-	"\x05shell\x18\t \x01(\tR\x05shell\"\xfc\x03\n" +
+	"\x05shell\x18\t \x01(\tR\x05shell\x12:\n" +
+	"\n" +
+	"host_reach\x18\n" +
+	" \x01(\v2\x1b.dsh.shellexec.v1.HostReachR\thostReach\"\xaf\x01\n" +
+	"\tHostReach\x124\n" +
+	"\x04kind\x18\x01 \x01(\x0e2 .dsh.shellexec.v1.HostReach.KindR\x04kind\x12\x14\n" +
+	"\x05paths\x18\x02 \x03(\fR\x05paths\x12\x1a\n" +
+	"\bworkdirs\x18\x03 \x01(\bR\bworkdirs\":\n" +
+	"\x04Kind\x12\x13\n" +
+	"\x0fKIND_UNDECLARED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"KIND_PATHS\x10\x01\x12\r\n" +
+	"\tKIND_USER\x10\x02\"\xfc\x03\n" +
 	"\vExecRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x18\n" +
 	"\aworkdir\x18\x02 \x01(\fR\aworkdir\x12\x1d\n" +
@@ -2421,98 +2562,102 @@ func file_shellexec_v1_shellexec_proto_rawDescGZIP() []byte {
 	return file_shellexec_v1_shellexec_proto_rawDescData
 }
 
-var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(Stream)(0),                    // 0: dsh.shellexec.v1.Stream
-	(*DescribeRequest)(nil),        // 1: dsh.shellexec.v1.DescribeRequest
-	(*DescribeResponse)(nil),       // 2: dsh.shellexec.v1.DescribeResponse
-	(*ExecRequest)(nil),            // 3: dsh.shellexec.v1.ExecRequest
-	(*ExecSpec)(nil),               // 4: dsh.shellexec.v1.ExecSpec
-	(*ResolveRequest)(nil),         // 5: dsh.shellexec.v1.ResolveRequest
-	(*ResolveResponse)(nil),        // 6: dsh.shellexec.v1.ResolveResponse
-	(*RunInput)(nil),               // 7: dsh.shellexec.v1.RunInput
-	(*RunStart)(nil),               // 8: dsh.shellexec.v1.RunStart
-	(*RunAbort)(nil),               // 9: dsh.shellexec.v1.RunAbort
-	(*OutputChunk)(nil),            // 10: dsh.shellexec.v1.OutputChunk
-	(*RunEvent)(nil),               // 11: dsh.shellexec.v1.RunEvent
-	(*CollectedOutput)(nil),        // 12: dsh.shellexec.v1.CollectedOutput
-	(*SandboxFacts)(nil),           // 13: dsh.shellexec.v1.SandboxFacts
-	(*RunResult)(nil),              // 14: dsh.shellexec.v1.RunResult
-	(*StartRequest)(nil),           // 15: dsh.shellexec.v1.StartRequest
-	(*StartResponse)(nil),          // 16: dsh.shellexec.v1.StartResponse
-	(*ReadOutputRequest)(nil),      // 17: dsh.shellexec.v1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),     // 18: dsh.shellexec.v1.ReadOutputResponse
-	(*StreamEnds)(nil),             // 19: dsh.shellexec.v1.StreamEnds
-	(*KillRequest)(nil),            // 20: dsh.shellexec.v1.KillRequest
-	(*KillResponse)(nil),           // 21: dsh.shellexec.v1.KillResponse
-	(*WaitRequest)(nil),            // 22: dsh.shellexec.v1.WaitRequest
-	(*ProcessExit)(nil),            // 23: dsh.shellexec.v1.ProcessExit
-	(*WaitResponse)(nil),           // 24: dsh.shellexec.v1.WaitResponse
-	(*CloseRequest)(nil),           // 25: dsh.shellexec.v1.CloseRequest
-	(*CloseResponse)(nil),          // 26: dsh.shellexec.v1.CloseResponse
-	(*ConfigureRequest)(nil),       // 27: dsh.shellexec.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),      // 28: dsh.shellexec.v1.ConfigureResponse
-	(*ReleaseRequest)(nil),         // 29: dsh.shellexec.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),        // 30: dsh.shellexec.v1.ReleaseResponse
-	(*ReadSpillRequest)(nil),       // 31: dsh.shellexec.v1.ReadSpillRequest
-	(*ReadSpillResponse)(nil),      // 32: dsh.shellexec.v1.ReadSpillResponse
-	(*ClosePartitionRequest)(nil),  // 33: dsh.shellexec.v1.ClosePartitionRequest
-	(*ClosePartitionResponse)(nil), // 34: dsh.shellexec.v1.ClosePartitionResponse
-	nil,                            // 35: dsh.shellexec.v1.ExecRequest.EnvEntry
-	nil,                            // 36: dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	nil,                            // 37: dsh.shellexec.v1.ExecSpec.EnvEntry
-	nil,                            // 38: dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	(HostReach_Kind)(0),            // 1: dsh.shellexec.v1.HostReach.Kind
+	(*DescribeRequest)(nil),        // 2: dsh.shellexec.v1.DescribeRequest
+	(*DescribeResponse)(nil),       // 3: dsh.shellexec.v1.DescribeResponse
+	(*HostReach)(nil),              // 4: dsh.shellexec.v1.HostReach
+	(*ExecRequest)(nil),            // 5: dsh.shellexec.v1.ExecRequest
+	(*ExecSpec)(nil),               // 6: dsh.shellexec.v1.ExecSpec
+	(*ResolveRequest)(nil),         // 7: dsh.shellexec.v1.ResolveRequest
+	(*ResolveResponse)(nil),        // 8: dsh.shellexec.v1.ResolveResponse
+	(*RunInput)(nil),               // 9: dsh.shellexec.v1.RunInput
+	(*RunStart)(nil),               // 10: dsh.shellexec.v1.RunStart
+	(*RunAbort)(nil),               // 11: dsh.shellexec.v1.RunAbort
+	(*OutputChunk)(nil),            // 12: dsh.shellexec.v1.OutputChunk
+	(*RunEvent)(nil),               // 13: dsh.shellexec.v1.RunEvent
+	(*CollectedOutput)(nil),        // 14: dsh.shellexec.v1.CollectedOutput
+	(*SandboxFacts)(nil),           // 15: dsh.shellexec.v1.SandboxFacts
+	(*RunResult)(nil),              // 16: dsh.shellexec.v1.RunResult
+	(*StartRequest)(nil),           // 17: dsh.shellexec.v1.StartRequest
+	(*StartResponse)(nil),          // 18: dsh.shellexec.v1.StartResponse
+	(*ReadOutputRequest)(nil),      // 19: dsh.shellexec.v1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),     // 20: dsh.shellexec.v1.ReadOutputResponse
+	(*StreamEnds)(nil),             // 21: dsh.shellexec.v1.StreamEnds
+	(*KillRequest)(nil),            // 22: dsh.shellexec.v1.KillRequest
+	(*KillResponse)(nil),           // 23: dsh.shellexec.v1.KillResponse
+	(*WaitRequest)(nil),            // 24: dsh.shellexec.v1.WaitRequest
+	(*ProcessExit)(nil),            // 25: dsh.shellexec.v1.ProcessExit
+	(*WaitResponse)(nil),           // 26: dsh.shellexec.v1.WaitResponse
+	(*CloseRequest)(nil),           // 27: dsh.shellexec.v1.CloseRequest
+	(*CloseResponse)(nil),          // 28: dsh.shellexec.v1.CloseResponse
+	(*ConfigureRequest)(nil),       // 29: dsh.shellexec.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),      // 30: dsh.shellexec.v1.ConfigureResponse
+	(*ReleaseRequest)(nil),         // 31: dsh.shellexec.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),        // 32: dsh.shellexec.v1.ReleaseResponse
+	(*ReadSpillRequest)(nil),       // 33: dsh.shellexec.v1.ReadSpillRequest
+	(*ReadSpillResponse)(nil),      // 34: dsh.shellexec.v1.ReadSpillResponse
+	(*ClosePartitionRequest)(nil),  // 35: dsh.shellexec.v1.ClosePartitionRequest
+	(*ClosePartitionResponse)(nil), // 36: dsh.shellexec.v1.ClosePartitionResponse
+	nil,                            // 37: dsh.shellexec.v1.ExecRequest.EnvEntry
+	nil,                            // 38: dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	nil,                            // 39: dsh.shellexec.v1.ExecSpec.EnvEntry
+	nil,                            // 40: dsh.shellexec.v1.ExecSpec.DshEnvEntry
 }
 var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
-	35, // 0: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
-	36, // 1: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	37, // 2: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
-	38, // 3: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
-	3,  // 4: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
-	4,  // 5: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	8,  // 6: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
-	9,  // 7: dsh.shellexec.v1.RunInput.abort:type_name -> dsh.shellexec.v1.RunAbort
-	4,  // 8: dsh.shellexec.v1.RunStart.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	3,  // 9: dsh.shellexec.v1.RunStart.request:type_name -> dsh.shellexec.v1.ExecRequest
-	0,  // 10: dsh.shellexec.v1.OutputChunk.stream:type_name -> dsh.shellexec.v1.Stream
-	10, // 11: dsh.shellexec.v1.RunEvent.output:type_name -> dsh.shellexec.v1.OutputChunk
-	14, // 12: dsh.shellexec.v1.RunEvent.result:type_name -> dsh.shellexec.v1.RunResult
-	12, // 13: dsh.shellexec.v1.RunResult.stdout:type_name -> dsh.shellexec.v1.CollectedOutput
-	12, // 14: dsh.shellexec.v1.RunResult.stderr:type_name -> dsh.shellexec.v1.CollectedOutput
-	13, // 15: dsh.shellexec.v1.RunResult.sandbox:type_name -> dsh.shellexec.v1.SandboxFacts
-	4,  // 16: dsh.shellexec.v1.StartRequest.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	19, // 17: dsh.shellexec.v1.ReadOutputResponse.ends:type_name -> dsh.shellexec.v1.StreamEnds
-	23, // 18: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
-	1,  // 19: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
-	5,  // 20: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
-	7,  // 21: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
-	15, // 22: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
-	17, // 23: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
-	20, // 24: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
-	22, // 25: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
-	25, // 26: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
-	27, // 27: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
-	29, // 28: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
-	31, // 29: dsh.shellexec.v1.ShellExecutor.ReadSpill:input_type -> dsh.shellexec.v1.ReadSpillRequest
-	33, // 30: dsh.shellexec.v1.ShellExecutor.ClosePartition:input_type -> dsh.shellexec.v1.ClosePartitionRequest
-	2,  // 31: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	6,  // 32: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	11, // 33: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	16, // 34: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	18, // 35: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	21, // 36: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	24, // 37: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	26, // 38: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	28, // 39: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
-	30, // 40: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
-	32, // 41: dsh.shellexec.v1.ShellExecutor.ReadSpill:output_type -> dsh.shellexec.v1.ReadSpillResponse
-	34, // 42: dsh.shellexec.v1.ShellExecutor.ClosePartition:output_type -> dsh.shellexec.v1.ClosePartitionResponse
-	31, // [31:43] is the sub-list for method output_type
-	19, // [19:31] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	4,  // 0: dsh.shellexec.v1.DescribeResponse.host_reach:type_name -> dsh.shellexec.v1.HostReach
+	1,  // 1: dsh.shellexec.v1.HostReach.kind:type_name -> dsh.shellexec.v1.HostReach.Kind
+	37, // 2: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
+	38, // 3: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	39, // 4: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
+	40, // 5: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	5,  // 6: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
+	6,  // 7: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
+	10, // 8: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
+	11, // 9: dsh.shellexec.v1.RunInput.abort:type_name -> dsh.shellexec.v1.RunAbort
+	6,  // 10: dsh.shellexec.v1.RunStart.spec:type_name -> dsh.shellexec.v1.ExecSpec
+	5,  // 11: dsh.shellexec.v1.RunStart.request:type_name -> dsh.shellexec.v1.ExecRequest
+	0,  // 12: dsh.shellexec.v1.OutputChunk.stream:type_name -> dsh.shellexec.v1.Stream
+	12, // 13: dsh.shellexec.v1.RunEvent.output:type_name -> dsh.shellexec.v1.OutputChunk
+	16, // 14: dsh.shellexec.v1.RunEvent.result:type_name -> dsh.shellexec.v1.RunResult
+	14, // 15: dsh.shellexec.v1.RunResult.stdout:type_name -> dsh.shellexec.v1.CollectedOutput
+	14, // 16: dsh.shellexec.v1.RunResult.stderr:type_name -> dsh.shellexec.v1.CollectedOutput
+	15, // 17: dsh.shellexec.v1.RunResult.sandbox:type_name -> dsh.shellexec.v1.SandboxFacts
+	6,  // 18: dsh.shellexec.v1.StartRequest.spec:type_name -> dsh.shellexec.v1.ExecSpec
+	21, // 19: dsh.shellexec.v1.ReadOutputResponse.ends:type_name -> dsh.shellexec.v1.StreamEnds
+	25, // 20: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
+	2,  // 21: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
+	7,  // 22: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
+	9,  // 23: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
+	17, // 24: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
+	19, // 25: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
+	22, // 26: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
+	24, // 27: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
+	27, // 28: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
+	29, // 29: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
+	31, // 30: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
+	33, // 31: dsh.shellexec.v1.ShellExecutor.ReadSpill:input_type -> dsh.shellexec.v1.ReadSpillRequest
+	35, // 32: dsh.shellexec.v1.ShellExecutor.ClosePartition:input_type -> dsh.shellexec.v1.ClosePartitionRequest
+	3,  // 33: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	8,  // 34: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	13, // 35: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	18, // 36: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	20, // 37: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	23, // 38: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	26, // 39: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	28, // 40: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	30, // 41: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
+	32, // 42: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
+	34, // 43: dsh.shellexec.v1.ShellExecutor.ReadSpill:output_type -> dsh.shellexec.v1.ReadSpillResponse
+	36, // 44: dsh.shellexec.v1.ShellExecutor.ClosePartition:output_type -> dsh.shellexec.v1.ClosePartitionResponse
+	33, // [33:45] is the sub-list for method output_type
+	21, // [21:33] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_shellexec_v1_shellexec_proto_init() }
@@ -2520,23 +2665,23 @@ func file_shellexec_v1_shellexec_proto_init() {
 	if File_shellexec_v1_shellexec_proto != nil {
 		return
 	}
-	file_shellexec_v1_shellexec_proto_msgTypes[6].OneofWrappers = []any{
+	file_shellexec_v1_shellexec_proto_msgTypes[7].OneofWrappers = []any{
 		(*RunInput_Start)(nil),
 		(*RunInput_Abort)(nil),
 	}
-	file_shellexec_v1_shellexec_proto_msgTypes[10].OneofWrappers = []any{
+	file_shellexec_v1_shellexec_proto_msgTypes[11].OneofWrappers = []any{
 		(*RunEvent_Output)(nil),
 		(*RunEvent_Result)(nil),
 	}
-	file_shellexec_v1_shellexec_proto_msgTypes[13].OneofWrappers = []any{}
-	file_shellexec_v1_shellexec_proto_msgTypes[22].OneofWrappers = []any{}
+	file_shellexec_v1_shellexec_proto_msgTypes[14].OneofWrappers = []any{}
+	file_shellexec_v1_shellexec_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shellexec_v1_shellexec_proto_rawDesc), len(file_shellexec_v1_shellexec_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   38,
+			NumEnums:      2,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
