@@ -11,7 +11,7 @@ TEST_TIMEOUT ?= 10m
 BIN         := bin
 PLUGINS := bash-local bash-sandbox pwsh-local container ssh
 
-.PHONY: all build agents test bench run proto check-proto have-protoc tools clean cross stress mutate
+.PHONY: all build host agents install test bench run proto check-proto have-protoc tools clean cross stress mutate
 
 all: build
 
@@ -20,16 +20,48 @@ all: build
 # makes every one an executor may upload (amd64 and arm64).
 AGENT_ARCHS ?= $(shell $(GO) env GOARCH)
 
-build:
-	$(GO) build -o $(BIN)/dsh-host ./cmd/dsh-host
+# The commit dsh-host version reports (the build info has none when
+# GOFLAGS has -buildvcs=false); install also bakes in where it installs
+# the plugins and agents, which a copy of dsh-host elsewhere looks in last.
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
+LDFLAGS := -X main.commit=$(COMMIT) $(if $(LIBEXECDIR),-X github.com/dsh-host/dsh-host/internal/layout.LibexecDir=$(LIBEXECDIR))
+
+build: host
 	@for a in $(AGENT_ARCHS); do \
 		echo "CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -o $(BIN)/agent/linux-$$a/dsh-agent ./cmd/dsh-agent"; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -o $(BIN)/agent/linux-$$a/dsh-agent ./cmd/dsh-agent || exit 1; \
 	done
 	@mkdir -p $(BIN)/plugins
 	@for p in $(PLUGINS); do \
-		echo "$(GO) build -o $(BIN)/plugins/dsh-executor-$$p ./plugins/$$p/cmd/dsh-executor-$$p"; \
-		$(GO) build -o $(BIN)/plugins/dsh-executor-$$p ./plugins/$$p/cmd/dsh-executor-$$p || exit 1; \
+		echo "$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/plugins/dsh-executor-$$p ./plugins/$$p/cmd/dsh-executor-$$p"; \
+		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/plugins/dsh-executor-$$p ./plugins/$$p/cmd/dsh-executor-$$p || exit 1; \
+	done
+
+# host: dsh-host alone, with its built-in executors (all that make run needs).
+host:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/dsh-host ./cmd/dsh-host
+
+# install: dsh-host in $(DESTDIR)$(PREFIX)/bin, the plugins and agents in
+# $(DESTDIR)$(PREFIX)/libexec/dsh-host/{plugins,agent/linux-ARCH}. dsh-host
+# finds them from its own location (../libexec/dsh-host beside bin/), and the
+# container and ssh plugins find their agent from theirs, so the installed
+# tree can be moved as a whole; a dsh-host or plugin copied out of it looks
+# in $(PREFIX)/libexec/dsh-host, baked in here. AGENT_ARCHS="amd64 arm64"
+# installs both agents.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LIBEXEC    := $(PREFIX)/libexec/dsh-host
+install:
+	$(MAKE) build LIBEXECDIR='$(LIBEXEC)'
+	install -d '$(DESTDIR)$(PREFIX)/bin' '$(DESTDIR)$(LIBEXEC)/plugins'
+	install -m 0755 $(BIN)/dsh-host '$(DESTDIR)$(PREFIX)/bin/dsh-host'
+	@for p in $(PLUGINS); do \
+		echo "install -m 0755 $(BIN)/plugins/dsh-executor-$$p '$(DESTDIR)$(LIBEXEC)/plugins/'"; \
+		install -m 0755 $(BIN)/plugins/dsh-executor-$$p '$(DESTDIR)$(LIBEXEC)/plugins/' || exit 1; \
+	done
+	@for a in $(AGENT_ARCHS); do \
+		echo "install -D -m 0755 $(BIN)/agent/linux-$$a/dsh-agent '$(DESTDIR)$(LIBEXEC)/agent/linux-$$a/dsh-agent'"; \
+		install -D -m 0755 $(BIN)/agent/linux-$$a/dsh-agent "$(DESTDIR)$(LIBEXEC)/agent/linux-$$a/dsh-agent" || exit 1; \
 	done
 
 agents:
@@ -72,9 +104,10 @@ mutate: $(TOOLS)/gremlins
 $(TOOLS)/gremlins:
 	GOBIN=$(TOOLS) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
 
-# run: the demo, through the built-in default executor (bash-local).
+# run: the demo, through the built-in default executor (bash-local): it
+# builds dsh-host alone.
 DEMO := echo "hello from bash-local: pid $$$$, in $$PWD"; uname -sr; echo "a line on stderr" >&2; exit 3
-run: build
+run: host
 	@echo '$$ bin/dsh-host run -- '"'"'$(DEMO)'"'"
 	@$(BIN)/dsh-host run -- '$(DEMO)'; echo "(dsh-host exited with status $$?)"
 

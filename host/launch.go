@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -205,28 +204,21 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	}
 	// Mutual TLS, with keys of ours for both ends: the plugin's reach it on
 	// a pipe it inherits (pluginapi.TLSFDVar).
-	keys, err := newPluginKeys()
-	if err != nil {
-		_ = os.RemoveAll(sockDir)
-		return nil, fmt.Errorf("%w %s: the connection's keys: %w", ErrLaunch, ex.Name, err)
-	}
-	keysR, keysW, err := os.Pipe()
+	keys, err := pluginapi.NewConnectionKeys()
+	var keysHanded func()
 	if err == nil {
-		_, err = keysW.Write(keys.payload) // far below a pipe's buffer
-		keysW.Close()
+		keysHanded, err = keys.Hand(cmd)
 	}
 	if err != nil {
 		_ = os.RemoveAll(sockDir)
 		return nil, fmt.Errorf("%w %s: the connection's keys: %w", ErrLaunch, ex.Name, err)
 	}
-	cmd.ExtraFiles = []*os.File{keysR}
-	cmd.Env = append(cmd.Env, pluginapi.TLSFDVar+"=3")
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		TLSConfig:        keys.client,
+		TLSConfig:        keys.Host,
 		SecureConfig:     secure,
 		StartTimeout:     timeout,
 		Logger:           cmp.Or(opts.PluginLogger, logger).Named(ex.Name),
@@ -237,11 +229,9 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 		return nil, fmt.Errorf("%w %s (%s): %w", ErrLaunch, ex.Name, ex.Path, err)
 	}
 	rpc, err := client.Client()
-	keysR.Close() // the plugin has its copy (or never started)
-	if err != nil && strings.Contains(err.Error(), "does not look like a TLS handshake") {
-		err = fmt.Errorf("%w (the plugin speaks no TLS: it was built against a pluginapi older than this host's, which hands a plugin its keys on %s; rebuild it against this one)", err, pluginapi.TLSFDVar)
-	}
+	keysHanded() // the plugin has its copy (or never started)
 	if err != nil {
+		err = pluginapi.ExplainLaunchError(err)
 		if ex.Builtin {
 			err = fmt.Errorf("%w (%s serves its built-in executors only when its main calls builtins.ServeIfAsked() first: see host.BuiltinExecutor)", err, ex.Path)
 		}

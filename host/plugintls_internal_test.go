@@ -23,11 +23,11 @@ func TestPluginConnectionIsMutualTLS(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local").CombinedOutput(); err != nil {
 		t.Fatalf("building the plugin: %v\n%s", err, out)
 	}
-	mine, err := newPluginKeys()
+	mine, err := pluginapi.NewConnectionKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := newPluginKeys()
+	other, err := pluginapi.NewConnectionKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +36,8 @@ func TestPluginConnectionIsMutualTLS(t *testing.T) {
 		client *plugin.ClientConfig
 		ok     bool
 	}{
-		{"the host's keys", &plugin.ClientConfig{TLSConfig: mine.client}, true},
-		{"another host's keys", &plugin.ClientConfig{TLSConfig: other.client}, false},
+		{"the host's keys", &plugin.ClientConfig{TLSConfig: mine.Host}, true},
+		{"another host's keys", &plugin.ClientConfig{TLSConfig: other.Host}, false},
 		{"no TLS", &plugin.ClientConfig{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,7 +45,7 @@ func TestPluginConnectionIsMutualTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _ = keysW.Write(mine.payload)
+			_, _ = keysW.Write(mine.Payload)
 			keysW.Close()
 			cmd := exec.Command(bin)
 			cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + t.TempDir(), pluginapi.TLSFDVar + "=3"}

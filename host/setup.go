@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/dsh-host/dsh-host/internal/layout"
 	"github.com/dsh-host/dsh-host/registry"
 )
 
@@ -365,14 +366,14 @@ func (s Setup) ChoosePluginDir(file *SettingsFile) PluginDir {
 	return PluginDir{defaultPluginDir(), "default", dirDefault}
 }
 
-// defaultPluginDir is where `make build` puts plugin binaries: plugins/
-// beside the running program.
+// defaultPluginDir is where `make build` or `make install` puts plugin
+// binaries, found from the running program's location (layout.PluginDir).
 func defaultPluginDir() string {
 	self, err := os.Executable()
 	if err != nil {
 		return "plugins"
 	}
-	return filepath.Join(filepath.Dir(self), "plugins")
+	return layout.PluginDir(self)
 }
 
 // Check says why a plugin directory someone named cannot be one: it is not

@@ -5,6 +5,7 @@
 //	dsh-host mcp [FLAGS]
 //	dsh-host plugins [FLAGS]
 //	dsh-host config --dump [FLAGS]
+//	dsh-host version
 //	dsh-host help [COMMAND]
 //
 // The built-in executors (bash-local, bash-sandbox, pwsh-local) are served by this same binary,
@@ -53,6 +54,8 @@ func dispatch(args []string) int {
 		return mcpCmd(args[1:])
 	case "plugin":
 		return pluginCmd(args[1:])
+	case "version":
+		return versionCmd(args[1:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(overview)
 		return 0

@@ -15,6 +15,7 @@ commands:
   mcp      serve the bash tool and the job tools to an MCP client on stdio
   plugins  list the executors this dsh-host can mount, and the copy each name selects
   config   print the effective configuration (config --dump)
+  version  print the module version, commit, Go version, contract and built-in executors
 
 Run 'dsh-host help COMMAND' (or 'dsh-host COMMAND --help') for a command's flags.
 `
@@ -37,6 +38,10 @@ type commandHelp struct {
 }
 
 var helps = map[string]commandHelp{
+	"version": {"version", `Prints this dsh-host's module version and commit (from the build), the Go
+version it was built with, the executor contract it speaks (shellexec/v1
+and its go-plugin protocol version), its built-in executors, and, for one
+that make install built, the directory of its plugins and agents.`},
 	"run": {"run [FLAGS] -- COMMAND", `Runs COMMAND with the executor's shell (bash -c for bash-local) in an
 executor plugin and prints its output as it comes, then the exit marker.
 Exits with the command's status, 124 when it timed out, 128+N when signal N

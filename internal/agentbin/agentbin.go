@@ -9,21 +9,24 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/dsh-host/dsh-host/internal/layout"
 )
 
-// DefaultPath is where `make build` and `make agents` put the agent for
-// linux/goarch, beside the running plugin binary:
-// bin/plugins/dsh-executor-NAME → bin/agent/linux-GOARCH/dsh-agent.
+// DefaultPath is where `make build`, `make agents` and `make install` put
+// the agent for linux/goarch, beside the running plugin binary:
+// bin/plugins/dsh-executor-NAME → bin/agent/linux-GOARCH/dsh-agent, and
+// PREFIX/libexec/dsh-host/plugins/… → PREFIX/libexec/dsh-host/agent/…; a
+// copy of an installed plugin elsewhere falls back to its install's
+// (layout.AgentPath).
 func DefaultPath(goarch string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("finding the agent: %w", err)
 	}
-	exe, _ = filepath.EvalSymlinks(exe)
-	return filepath.Join(filepath.Dir(filepath.Dir(exe)), "agent", "linux-"+goarch, "dsh-agent"), nil
+	return layout.AgentPath(exe, goarch), nil
 }
 
 // Find is the agent to send to a target of goarch: path, or DefaultPath

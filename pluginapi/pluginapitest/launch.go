@@ -15,7 +15,11 @@ import (
 )
 
 // Launch starts the executor plugin that cmd runs (a binary whose main
-// calls pluginapi.Serve) as a host would: go-plugin, gRPC only, AutoMTLS.
+// calls pluginapi.Serve) as dsh-host does: go-plugin, gRPC only, the same
+// handshake, and mutual TLS with keys made here for both ends and handed to
+// the plugin on an inherited pipe (pluginapi.ConnectionKeys), not
+// go-plugin's AutoMTLS; a launch that fails says why as dsh-host does
+// (pluginapi.ExplainLaunchError).
 // It returns the plugin's executor. When the test ends it stops the plugin
 // (go-plugin's Kill: a graceful shutdown, then SIGKILL) and fails the test
 // if the plugin process outlived that. It is the factory of a Remote run:
@@ -50,12 +54,20 @@ func LaunchPID(t testing.TB, cmd *exec.Cmd) (pluginapi.ShellExecutor, int) {
 		t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
 		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockDir) // go-plugin adds this process's environment
 	}
+	keys, err := pluginapi.NewConnectionKeys()
+	var keysHanded func()
+	if err == nil {
+		keysHanded, err = keys.Hand(cmd)
+	}
+	if err != nil {
+		t.Fatalf("the keys of the plugin's connection: %v", err)
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		VersionedPlugins: pluginapi.PluginSets(),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
+		TLSConfig:        keys.Host,
 		StartTimeout:     30 * time.Second,
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: os.Stderr, Level: hclog.Warn}),
 	})
@@ -71,8 +83,9 @@ func LaunchPID(t testing.TB, cmd *exec.Cmd) (pluginapi.ShellExecutor, int) {
 		}
 	})
 	rpc, err := client.Client()
+	keysHanded()
 	if err != nil {
-		t.Fatalf("starting the plugin %s: %v", cmd.Path, err)
+		t.Fatalf("starting the plugin %s: %v", cmd.Path, pluginapi.ExplainLaunchError(err))
 	}
 	if rc := client.ReattachConfig(); rc != nil {
 		pid = rc.Pid

@@ -1,4 +1,4 @@
-package host
+package pluginapi
 
 import (
 	"crypto/ecdsa"
@@ -7,25 +7,31 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"math/big"
+	"os"
+	"os/exec"
+	"strconv"
 	"time"
-
-	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
-// pluginKeys are the keys of one plugin's connection, made by the host for
-// both ends (see pluginapi.TLSFDVar): the host's TLS configuration, which
-// presents its own certificate and trusts only the plugin's, and what the
-// plugin is handed (its certificate and key, and the host's certificate).
-type pluginKeys struct {
-	client  *tls.Config
-	payload []byte
+// ConnectionKeys are the keys of one plugin connection, which its host
+// makes for both ends (see TLSFDVar). A host (dsh-host, and pluginapitest's
+// Launch, so that the suite runs what production runs) passes Host to
+// go-plugin as ClientConfig.TLSConfig and hands the plugin its share with
+// Hand.
+type ConnectionKeys struct {
+	// Host presents the host's certificate and trusts only the plugin's.
+	Host *tls.Config
+	// Payload is what the plugin reads on its TLSFDVar descriptor: its
+	// certificate and key, and the host's certificate (TLSPayload).
+	Payload []byte
 }
 
-// newPluginKeys makes a fresh pair of P-256 certificates, one for the
+// NewConnectionKeys makes a fresh pair of P-256 certificates, one for the
 // host and one for the plugin (as "localhost"), each trusted only by the
 // other end.
-func newPluginKeys() (*pluginKeys, error) {
+func NewConnectionKeys() (*ConnectionKeys, error) {
 	hostCert, hostKey, err := selfSigned("dsh-host")
 	if err != nil {
 		return nil, err
@@ -44,15 +50,38 @@ func newPluginKeys() (*pluginKeys, error) {
 	}
 	plugins := x509.NewCertPool()
 	plugins.AddCert(plugParsed)
-	return &pluginKeys{
-		client: &tls.Config{
+	return &ConnectionKeys{
+		Host: &tls.Config{
 			Certificates: []tls.Certificate{{Certificate: [][]byte{hostCert}, PrivateKey: hostKey}},
 			RootCAs:      plugins,
 			ServerName:   "localhost",
 			MinVersion:   tls.VersionTLS13,
 		},
-		payload: pluginapi.TLSPayload(plugCert, plugPKCS8, hostCert),
+		Payload: TLSPayload(plugCert, plugPKCS8, hostCert),
 	}, nil
+}
+
+// Hand arranges for the plugin that cmd starts to be handed its keys: a
+// pipe that holds the payload, inherited as one more of cmd.ExtraFiles and
+// named by TLSFDVar in cmd.Env (set cmd.Env before; go-plugin adds its own
+// variables after). The plugin's private key never passes through its
+// environment. Call done once go-plugin's Client has returned, however:
+// it closes this process's copy of the pipe.
+func (k *ConnectionKeys) Hand(cmd *exec.Cmd) (done func(), err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("the connection's keys: %w", err)
+	}
+	_, err = w.Write(k.Payload) // far below a pipe's buffer
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("the connection's keys: %w", err)
+	}
+	fd := 3 + len(cmd.ExtraFiles)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	cmd.Env = append(cmd.Env, TLSFDVar+"="+strconv.Itoa(fd))
+	return func() { r.Close() }, nil
 }
 
 // selfSigned makes an ECDSA P-256 key and a certificate of it, signed by
