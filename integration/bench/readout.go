@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,21 +98,38 @@ func readSpillVsDockerCp(ctx context.Context, shell pluginapi.ShellExecutor, eng
 	var viaSpill, viaCp []float64
 	var sumSpill, sumCp string
 	for range runs {
-		h := sha256.New()
+		// Both sides land the bytes in a file, as docker cp does, and are
+		// hashed after the clock stops.
+		landed := filepath.Join(dir, "spill")
+		f, err := os.Create(landed)
+		if err != nil {
+			return 0, err
+		}
 		began := time.Now()
 		for off := int64(0); ; {
 			chunk, err := reader.ReadSpill(ctx, spill, off, pluginapi.MaxSpillRead)
 			if err != nil {
+				f.Close()
 				return 0, err
 			}
-			h.Write(chunk.Data)
+			if _, err := f.Write(chunk.Data); err != nil {
+				f.Close()
+				return 0, err
+			}
 			off += int64(len(chunk.Data))
 			if off >= chunk.Size || len(chunk.Data) == 0 {
 				break
 			}
 		}
+		err = f.Close()
 		viaSpill = append(viaSpill, time.Since(began).Seconds())
-		sumSpill = hex.EncodeToString(h.Sum(nil))
+		if err != nil {
+			return 0, err
+		}
+		if sumSpill, err = fileSHA256(landed); err != nil {
+			return 0, err
+		}
+		os.Remove(landed)
 
 		out := filepath.Join(dir, "copy")
 		cp := exec.CommandContext(ctx, docker, "-H", engine, "cp", id+":"+copied, out)
@@ -120,12 +138,9 @@ func readSpillVsDockerCp(ctx context.Context, shell pluginapi.ShellExecutor, eng
 			return 0, fmt.Errorf("docker cp: %v: %s", err, msg)
 		}
 		viaCp = append(viaCp, time.Since(began).Seconds())
-		data, err := os.ReadFile(out)
-		if err != nil {
+		if sumCp, err = fileSHA256(out); err != nil {
 			return 0, err
 		}
-		sum := sha256.Sum256(data)
-		sumCp = hex.EncodeToString(sum[:])
 		os.Remove(out)
 	}
 	if sumSpill != sumCp {
@@ -133,4 +148,18 @@ func readSpillVsDockerCp(ctx context.Context, shell pluginapi.ShellExecutor, eng
 	}
 	// A ratio of rates: docker cp's time over ReadSpill's.
 	return median(viaCp) / median(viaSpill), nil
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -77,6 +77,8 @@ type Executor struct {
 	// cleanups are sessions that ended by themselves, being closed:
 	// Close waits for them.
 	cleanups sync.WaitGroup
+	// ahead reads the next chunk of a spill read in order.
+	ahead readAheads
 }
 
 type session struct {
@@ -290,13 +292,28 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	return p, where(s, err)
 }
 
+// ReadSpill reads a spill where the agent runs. A full chunk of a file that
+// goes on is followed by a read of the next one, ahead, which the next call
+// takes when it asks for it.
 func (e *Executor) ReadSpill(ctx context.Context, path string, offset int64, max int) (pluginapi.SpillChunk, error) {
 	s, err := e.session(ctx)
 	if err != nil {
 		return pluginapi.SpillChunk{}, err
 	}
-	c, err := s.client.ReadSpill(ctx, path, offset, max)
-	return c, where(s, err)
+	read := func(ctx context.Context, at int64) (pluginapi.SpillChunk, error) {
+		return s.client.ReadSpill(ctx, path, at, max)
+	}
+	c, ok := pluginapi.SpillChunk{}, false
+	if a := e.ahead.take(path, offset, max); a != nil {
+		c, ok = a.wait(ctx)
+	}
+	if !ok {
+		if c, err = read(ctx, offset); err != nil {
+			return c, where(s, err)
+		}
+	}
+	e.ahead.start(path, offset, max, c, read)
+	return c, nil
 }
 
 // Close ends the session: the agent kills and awaits what it runs, and
@@ -307,6 +324,7 @@ func (e *Executor) Close(ctx context.Context) error {
 	e.closed = true
 	s := e.sess
 	e.mu.Unlock()
+	e.ahead.stop()
 	defer e.cleanups.Wait()
 	if s == nil {
 		return nil
