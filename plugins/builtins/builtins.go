@@ -85,6 +85,7 @@ func Serve(name string) int {
 		return 1
 	}
 	localexec.ClaimAllChildren() // the executor is alone in this process
+	localexec.PrepareScrub()
 	pluginapi.Serve(x)
 	return 0
 }

@@ -241,6 +241,14 @@ var lastScrub struct {
 	kept      [][2]string
 }
 
+// PrepareScrub scrubs the inherited environment under the default settings
+// aside, now, for a process that is about to serve an executor: its first
+// command then finds the scrub made (unless its settings change it), and the
+// work overlaps the handshake with the host.
+func PrepareScrub() {
+	go inheritedKept(DefaultSettings.withDefaults(), os.Environ())
+}
+
 // inheritedKept is environ (NAME=VALUE entries) less the plugin's own
 // variables and what the scrub hides under settings, as name and value.
 func inheritedKept(settings Settings, environ []string) [][2]string {

@@ -2,8 +2,10 @@ package localexec
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // envMap turns buildEnv's list into a map, failing on a duplicate key or an
@@ -373,5 +375,29 @@ func TestConfiguredCredentialPatterns(t *testing.T) {
 		if got := c.e.settings().hides(c.name, "plain"); got != c.wantHidden {
 			t.Errorf("%s hidden: %v, want %v", c.name, got, c.wantHidden)
 		}
+	}
+}
+
+// PrepareScrub makes the scrub of this process's environment under the
+// default settings aside, and an executor's first command under them
+// takes it as made.
+func TestPrepareScrubIsWhatTheFirstCommandTakes(t *testing.T) {
+	lastScrub.Lock()
+	lastScrub.kept, lastScrub.environ = nil, nil
+	lastScrub.Unlock()
+	PrepareScrub()
+	var made [][2]string
+	for deadline := time.Now().Add(10 * time.Second); made == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("PrepareScrub made no scrub")
+		}
+		lastScrub.Lock()
+		made = lastScrub.kept
+		lastScrub.Unlock()
+	}
+	x := newTestExecutor()
+	defer x.Close(context.Background())
+	if kept := inheritedKept(x.settings(), os.Environ()); len(kept) == 0 || &kept[0] != &made[0] {
+		t.Errorf("the first command's scrub was made again (%d entries), not taken from PrepareScrub's (%d)", len(kept), len(made))
 	}
 }
