@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/dsh-host/dsh-host/internal/ownedtemp"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/registry"
 )
@@ -174,7 +175,7 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	// The plugin makes its socket in a directory of ours, so that Close can
 	// remove it however the plugin ended.
 	sweepOrphansOnce()
-	sockDir, err := makeOwnedTemp("dsh-host-")
+	sockDir, err := ownedtemp.Make("dsh-host-")
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)
 	}

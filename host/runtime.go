@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/dsh-host/dsh-host/internal/ownedtemp"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -155,7 +156,7 @@ func StartRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	// readable across reloads and a plugin's death, and go on Close.
 	spillDir := ""
 	if opts.SpillDir == "" {
-		dir, err := makeOwnedTemp("dsh-spill-")
+		dir, err := ownedtemp.Make("dsh-spill-")
 		if err != nil {
 			return nil, fmt.Errorf("host: spill directory: %w", err)
 		}

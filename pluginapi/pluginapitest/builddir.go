@@ -13,7 +13,9 @@ import (
 // prefix-PID-*, after removing those of the same prefix whose process is
 // gone. A test binary killed before its cleanup (a timeout, a mutation
 // run's hung mutant) leaves its directory, tens of megabytes; the next run
-// removes it. The caller removes its own when it is done.
+// removes it. The caller removes its own when it is done. (The host's and
+// the plugins' temporary directories are internal/ownedtemp's; pluginapi,
+// the contract, imports nothing of the project's.)
 func BuildDir(prefix string) (string, error) {
 	sweepBuildDirs(os.TempDir(), prefix)
 	return os.MkdirTemp("", fmt.Sprintf("%s-%d-", prefix, os.Getpid()))

@@ -9,9 +9,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/dsh-host/dsh-host/internal/ownedtemp"
 )
 
 // The side stream: an engine's attached stdio passes every byte through
@@ -45,8 +46,9 @@ const sideSocketName = "agent"
 // short from one waited out makes it long.)
 var sideWait = 5 * time.Second
 
-// sidePrefix begins the name of a side stream's temporary directory; the
-// plugin's label follows, so that a sweep can tell a dead plugin's.
+// sidePrefix begins the name of a side stream's temporary directory;
+// internal/ownedtemp names the rest for this process, so that a sweep can
+// tell a dead plugin's.
 const sidePrefix = "dsh-side-"
 
 // sideListener is the socket the agent connects to.
@@ -59,7 +61,7 @@ type sideListener struct {
 
 // listenSide makes the socket, in a new temporary directory.
 func listenSide() (*sideListener, error) {
-	parent, err := os.MkdirTemp("", sidePrefix+strings.ReplaceAll(pluginLabel(), "@", "-")+"-")
+	parent, err := ownedtemp.Make(sidePrefix)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/dsh-host/dsh-host/internal/ownedtemp"
 )
 
 // dialSide connects to the side stream's socket as the agent would, from
@@ -102,13 +104,16 @@ func TestDeadPluginsSideDirectoriesAreSwept(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	deadDir := filepath.Join(os.TempDir(), sidePrefix+strconv.Itoa(dead.Process.Pid)+"-12345-678")
+	deadDir := filepath.Join(os.TempDir(), sidePrefix+"678")
 	live, err := listenSide()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.close()
 	if err := os.Mkdir(deadDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(deadDir, ownedtemp.OwnerFile), []byte(strconv.Itoa(dead.Process.Pid)+" 12345"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sweepSideDirs()

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/moby/moby/client"
 
+	"github.com/dsh-host/dsh-host/internal/ownedtemp"
 	"github.com/dsh-host/dsh-host/internal/procstat"
 )
 
@@ -74,16 +74,4 @@ func sweep(ctx context.Context, c *client.Client) {
 // sweepSideDirs removes the side streams' directories (see sidestream.go)
 // of dead plugins of this machine: a plugin SIGKILLed while it waited for
 // its agent's connection leaves one.
-func sweepSideDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), sidePrefix+"*"))
-	for _, dir := range dirs {
-		// dsh-side-PID-START-RANDOM
-		f := strings.Split(strings.TrimPrefix(filepath.Base(dir), sidePrefix), "-")
-		if len(f) != 3 || alive(f[0]+"@"+f[1]) {
-			continue
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			fmt.Fprintf(os.Stderr, "container: removing a dead plugin's %s: %v\n", dir, err)
-		}
-	}
-}
+func sweepSideDirs() { ownedtemp.Sweep(sidePrefix) }
