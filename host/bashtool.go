@@ -141,7 +141,7 @@ func (t *BashTool) shellWord() string {
 func (t *BashTool) InputSchema() json.RawMessage {
 	props := map[string]any{
 		"command":           map[string]any{"type": "string", "description": "The " + t.shellWord() + " command to run."},
-		"timeout":           map[string]any{"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (capped by the executor; default 120000)."},
+		"timeout":           map[string]any{"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000; one above the executor's maximum, 600000 by default, is capped, and the result says so)."},
 		"description":       map[string]any{"type": "string", "description": "What the command does, in a few words."},
 		"run_in_background": map[string]any{"type": "boolean", "description": "Run as a background job; read it with job_output."},
 	}
@@ -245,6 +245,11 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	var notes []string
 	if nonce != "" {
 		notes = t.afterRun(owner, session, dir, nonce, &res)
+	}
+	if in.TimeoutMs > 0 && res.TimeoutMs > 0 && res.TimeoutMs < in.TimeoutMs {
+		// The executor capped it: the model must not believe it got
+		// the time it asked for.
+		notes = append(notes, fmt.Sprintf("[timeout %d ms is above the maximum %d ms; ran with %d ms]", in.TimeoutMs, res.TimeoutMs, res.TimeoutMs))
 	}
 	return renderResult(res, t.escalates(), notes...), nil
 }

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -62,4 +63,34 @@ func ExampleRuntime() {
 	// Output:
 	// exited: from a job
 	// generation 2: after the reload
+}
+
+// A sandboxing executor takes its policy typed: here one more writable
+// root, beside the workdir.
+func ExampleOptions_sandboxPolicy() {
+	ctx := context.Background()
+	data, _ := os.MkdirTemp("", "data-")
+	defer os.RemoveAll(data)
+	// sandboxBin is a built dsh-executor-bash-sandbox (or
+	// host.BuiltinExecutor("bash-sandbox")).
+	r, err := host.StartRuntime(ctx, host.RuntimeOptions{Options: host.Options{
+		Executor:      host.Executor{Name: "bash-sandbox", Path: sandboxBin},
+		SandboxPolicy: &pluginapi.SandboxPolicy{WritableRoots: []string{data}},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close(ctx)
+	res, err := pluginapi.RunRequest(ctx, r.Shell(), pluginapi.ExecRequest{
+		Command: "echo kept > " + data + "/out && cat " + data + "/out; echo no > /etc/dsh-example || echo /etc is read-only",
+	}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(res.Stdout.Text)
+	// Output:
+	// kept
+	// /etc is read-only
 }

@@ -23,8 +23,9 @@ import (
 	"github.com/dsh-host/dsh-host/registry"
 )
 
-// pluginBin is the bash-local plugin binary, built once for these tests.
-var pluginBin string
+// pluginBin and sandboxBin are the bash-local and bash-sandbox plugin
+// binaries, built once for these tests.
+var pluginBin, sandboxBin string
 
 func TestMain(m *testing.M) {
 	if os.Getenv("DSH_HOST_CHILD") == "1" {
@@ -36,12 +37,18 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	pluginBin = filepath.Join(dir, "dsh-executor-bash-local")
-	build := exec.Command("go", "build", "-o", pluginBin, "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the plugin:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	sandboxBin = filepath.Join(dir, "dsh-executor-bash-sandbox")
+	for bin, pkg := range map[string]string{
+		pluginBin:  "github.com/dsh-host/dsh-host/plugins/bash-local/cmd/dsh-executor-bash-local",
+		sandboxBin: "github.com/dsh-host/dsh-host/plugins/bash-sandbox/cmd/dsh-executor-bash-sandbox",
+	} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building the plugin:", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -80,17 +80,24 @@ type Options struct {
 	// Settings is the executor's settings section (the "shell" namespace)
 	// as JSON, handed to it with Configure before the first command.
 	Settings []byte
+	// SandboxPolicy, when set, is the policy of a sandboxing executor
+	// (bash-sandbox, container), typed: the host hands it over in the
+	// settings under pluginapi.SandboxPolicySetting, at every launch and
+	// Runtime.Configure. Settings must not carry one too, and an executor
+	// that does not sandbox is refused: nothing would apply it.
+	SandboxPolicy *pluginapi.SandboxPolicy
 	// SpillDir, when set, is where an executor that takes a spillDir
 	// setting keeps its spill files, unless Settings name one: a directory
 	// of the host's, so that the files outlive a plugin that dies, and go
 	// when the host removes it.
 	SpillDir string
-	// WritableRoots are directories commands may write beneath that are
-	// known before the executor runs (the settings file's
-	// sandbox.writableRoots). Every launch (the first, each reload, each
-	// restart) refuses an executor binary that lies beneath one of them, or
-	// where another user could replace it, unless Executor.Checksum pins
-	// it: see registry.CheckBinary.
+	// WritableRoots are further directories commands may write beneath
+	// that are known before the executor runs. Every launch (the first,
+	// each reload, each restart) refuses an executor binary that lies
+	// beneath one of them, or where another user could replace it, unless
+	// Executor.Checksum pins it: see registry.CheckBinary. The sandbox
+	// policy's writable roots (SandboxPolicy's, or those in Settings) are
+	// always checked so, whether or not they are named here too.
 	//
 	// Besides them, the executor says in Describe where its commands can
 	// write on this machine (pluginapi.Description.Reach): a binary there
@@ -101,6 +108,8 @@ type Options struct {
 	// Workdirs are the directories of this machine commands run in (the
 	// workdir of a session): part of the reach of an executor whose
 	// commands write their workdir (Reach.Workdirs) or that does not say.
+	// Empty means the current directory, where a command that names no
+	// workdir runs.
 	Workdirs []string
 	// reach is the reach the executor said at its last launch or
 	// configuration, checked before each later launch.
@@ -177,6 +186,10 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 	sweepOrphansOnce()
 	sockDir, err := ownedtemp.Make("dsh-host-")
 	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)
+	}
+	if _, err := opts.withPolicy(opts.Settings); err != nil {
+		_ = os.RemoveAll(sockDir) // refused before the binary runs
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)
 	}
 	bin, err := executorBinary(ex, opts.knownRoots(), sockDir)
@@ -262,6 +275,10 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 		return fail(fmt.Errorf("executor %s registers settings namespace %q, not %q",
 			desc.Name, desc.SettingsNamespace, pluginapi.SettingsNamespace))
 	}
+	if opts.SandboxPolicy != nil && desc.SettingsNamespace == pluginapi.SettingsNamespace && SandboxPolicySchema(desc.SettingsSchema) == nil {
+		return fail(fmt.Errorf("%w (%s): nothing would apply Options.SandboxPolicy; leave it out, or launch a sandboxing executor (bash-sandbox, container)",
+			ErrNoSandbox, desc.Name))
+	}
 	spillDir := opts.SpillDir
 	if spillDir == "" {
 		// The host's own directory: removed on Close, even after the plugin
@@ -285,11 +302,15 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 }
 
 // knownRoots are the roots a launch checks the binary against before it
-// runs: WritableRoots, and the reach the executor said last time.
+// runs: WritableRoots, the sandbox policy's writable roots, and the reach
+// the executor said last time.
 func (o Options) knownRoots() []registry.Root {
 	roots := make([]registry.Root, 0, len(o.WritableRoots)+len(o.reach))
 	for _, r := range o.WritableRoots {
 		roots = append(roots, registry.Root{Path: r, What: "the sandbox writable root %s", Who: "a sandboxed command"})
+	}
+	for _, r := range o.policyRoots() {
+		roots = append(roots, registry.Root{Path: r, What: "the sandbox policy's writable root %s", Who: "a sandboxed command"})
 	}
 	return append(roots, o.reach...)
 }
@@ -337,7 +358,7 @@ func (h *Host) checkReach(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("host: describe: %w", err)
 	}
-	roots := reachRoots(d, h.opts.Workdirs)
+	roots := reachRoots(d, h.opts.workdirs())
 	h.mu.Lock()
 	h.reach = roots
 	h.mu.Unlock()
@@ -390,9 +411,16 @@ func (h *Host) KillPlugin() {
 }
 
 // Configure hands the executor its settings section (JSON; nil for none),
-// with the host's spill directory added when the section names none. It
-// replaces what an earlier Configure set.
+// with Options.SandboxPolicy added when it is set (for the executor of the
+// shell namespace), and the host's spill directory when the section names
+// none. It replaces what an earlier Configure set.
 func (h *Host) Configure(ctx context.Context, settings []byte) error {
+	if h.desc.SettingsNamespace == pluginapi.SettingsNamespace {
+		var err error
+		if settings, err = h.opts.withPolicy(settings); err != nil {
+			return err
+		}
+	}
 	settings, err := withSpillDir(settings, h.desc, h.spillDir)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/dsh-host/dsh-host/internal/layout"
+	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/registry"
 )
 
@@ -57,6 +58,9 @@ type Setup struct {
 	// SpillDir, when set, is made (0700) and kept for spill files: see
 	// Options.SpillDir.
 	SpillDir string
+	// SandboxPolicy is the sandbox policy, typed, for a settings file
+	// without a sandbox section: see Options.SandboxPolicy.
+	SandboxPolicy *pluginapi.SandboxPolicy
 	// Logger and PluginLogger are as in Options.
 	Logger, PluginLogger hclog.Logger
 }
@@ -455,7 +459,13 @@ func (r *Resolved) options() (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	opts := Options{Logger: r.Setup.Logger, PluginLogger: r.Setup.PluginLogger, WritableRoots: roots, Workdirs: []string{workdir}}
+	if r.Setup.SandboxPolicy != nil && r.File != nil {
+		if line, ok := r.File.sectionLines["sandbox"]; ok {
+			return Options{}, r.File.errorf(line, "sandbox", "Setup.SandboxPolicy sets the sandbox policy too: set it once")
+		}
+	}
+	opts := Options{Logger: r.Setup.Logger, PluginLogger: r.Setup.PluginLogger, WritableRoots: roots, Workdirs: []string{workdir},
+		SandboxPolicy: r.Setup.SandboxPolicy}
 	if r.Setup.SpillDir != "" {
 		abs, err := filepath.Abs(r.Setup.SpillDir)
 		if err == nil {

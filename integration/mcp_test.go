@@ -122,6 +122,10 @@ func TestMCPBash(t *testing.T) {
 	if text, _ := call(t, cs, "bash", map[string]any{"command": "echo still serving"}); text != "still serving" {
 		t.Errorf("after bad calls: %q", text)
 	}
+	// A timeout above the maximum is capped, and the model is told.
+	if text, _ := call(t, cs, "bash", map[string]any{"command": "echo capped", "timeout": 900000}); text != "capped\n[timeout 900000 ms is above the maximum 600000 ms; ran with 600000 ms]" {
+		t.Errorf("a timeout above the maximum: %q", text)
+	}
 }
 
 var (

@@ -59,25 +59,12 @@ const PolicySchema = `{
 // every local executor, and the sandbox policy.
 var SettingsSchema = localexec.SettingsSchemaFor("shell (bash-sandbox)", `"`+PolicyKey+`": `+PolicySchema)
 
-// SandboxPolicy is the policy commands run under.
-type SandboxPolicy struct {
-	DefaultMode   pluginapi.SandboxMode `json:"defaultMode,omitempty"`
-	WritableRoots []string              `json:"writableRoots,omitempty"`
-	Network       bool                  `json:"network,omitempty"`
-	// ProtectedPaths extend the protected paths; UnprotectedPaths take
-	// defaults off, by name (protect.NewList).
-	ProtectedPaths   []string `json:"protectedPaths,omitempty"`
-	UnprotectedPaths []string `json:"unprotectedPaths,omitempty"`
-	// Limits bound one run; a nil field takes its default.
-	Limits SandboxLimits `json:"limits,omitempty"`
-}
+// SandboxPolicy is the policy commands run under: the one definition in
+// pluginapi, which a Go host sets typed (host.Options.SandboxPolicy).
+type SandboxPolicy = pluginapi.SandboxPolicy
 
 // SandboxLimits bound what one confined run may take (nil: the default).
-type SandboxLimits struct {
-	Processes *int   `json:"processes,omitempty"`
-	TmpMiB    *int64 `json:"tmpMiB,omitempty"`
-	MemoryMiB *int64 `json:"memoryMiB,omitempty"`
-}
+type SandboxLimits = pluginapi.SandboxLimits
 
 // The default limits of a run.
 const (
@@ -86,10 +73,10 @@ const (
 )
 
 // limits resolves l's defaults.
-func (l SandboxLimits) limits() confine.Limits {
+func limits(l SandboxLimits) confine.Limits {
 	out := confine.Limits{Processes: DefaultProcesses, TmpBytes: DefaultTmpMiB << 20}
 	if l.Processes != nil {
-		out.Processes = *l.Processes
+		out.Processes = int(*l.Processes)
 	}
 	if l.TmpMiB != nil {
 		out.TmpBytes = *l.TmpMiB << 20

@@ -210,7 +210,7 @@ func (s *sandbox) policyOf(spec pluginapi.ExecSpec) (confine.Policy, error) {
 		WritableRoots: roots,
 		Scratch:       s.scratch,
 		Network:       s.policy.Network,
-		Limits:        s.policy.Limits.limits(),
+		Limits:        limits(s.policy.Limits),
 	}, nil
 }
 

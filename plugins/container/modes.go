@@ -74,7 +74,7 @@ func split(raw []byte) (target, agent []byte, err error) {
 	if err := remoteexec.DecodeStrict(target, &s); err != nil {
 		return nil, nil, err
 	}
-	if err := s.SandboxPolicy.check(); err != nil {
+	if err := checkPolicy(s.SandboxPolicy); err != nil {
 		return nil, nil, err
 	}
 	return target, agent, nil
@@ -85,7 +85,7 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	d := e.desc
-	d.SandboxMode = e.policy.defaultMode()
+	d.SandboxMode = defaultMode(e.policy)
 	d.Uncontained = uncontainedFor(e.policy)
 	d.Reach = e.reach()
 	return d, nil
@@ -138,7 +138,7 @@ func (e *Executor) pick(asked pluginapi.SandboxMode) (pluginapi.SandboxMode, err
 	if asked == pluginapi.SandboxNone {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		return e.policy.defaultMode(), nil
+		return defaultMode(e.policy), nil
 	}
 	if !slices.Contains(modes, asked) {
 		return "", fmt.Errorf("%w: sandbox mode %q: the container executor offers %v", pluginapi.ErrInvalidRequest, asked, modes)
@@ -280,7 +280,7 @@ func (e *Executor) ReadSpill(ctx context.Context, path string, offset int64, max
 	e.mu.Lock()
 	var execs, others []*modeExecutor
 	for k, x := range e.byMode {
-		if k.mode == e.policy.defaultMode() {
+		if k.mode == defaultMode(e.policy) {
 			execs = append(execs, x)
 		} else {
 			others = append(others, x)

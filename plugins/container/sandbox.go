@@ -39,24 +39,12 @@ const PolicySchema = `{
     }
   }`
 
-// Policy is the sandbox policy commands run under.
-type Policy struct {
-	DefaultMode   pluginapi.SandboxMode `json:"defaultMode,omitempty"`
-	WritableRoots []string              `json:"writableRoots,omitempty"`
-	Network       bool                  `json:"network,omitempty"`
-	Limits        Limits                `json:"limits,omitempty"`
-	// ProtectedPaths extend the protected paths; UnprotectedPaths take
-	// defaults off, by name (protect.NewList).
-	ProtectedPaths   []string `json:"protectedPaths,omitempty"`
-	UnprotectedPaths []string `json:"unprotectedPaths,omitempty"`
-}
+// Policy is the sandbox policy commands run under: the one definition in
+// pluginapi, which a Go host sets typed (host.Options.SandboxPolicy).
+type Policy = pluginapi.SandboxPolicy
 
 // Limits bound one container (nil: the default).
-type Limits struct {
-	Processes *int64 `json:"processes,omitempty"`
-	TmpMiB    *int64 `json:"tmpMiB,omitempty"`
-	MemoryMiB *int64 `json:"memoryMiB,omitempty"`
-}
+type Limits = pluginapi.SandboxLimits
 
 // The default limits of a container.
 const (
@@ -68,16 +56,16 @@ const (
 var modes = []pluginapi.SandboxMode{pluginapi.SandboxReadOnly, pluginapi.SandboxWorkspaceWrite, pluginapi.SandboxDangerFullAccess}
 
 // defaultMode is the policy's default mode.
-func (p Policy) defaultMode() pluginapi.SandboxMode {
+func defaultMode(p Policy) pluginapi.SandboxMode {
 	if p.DefaultMode == "" {
 		return pluginapi.SandboxWorkspaceWrite
 	}
 	return p.DefaultMode
 }
 
-// check refuses a policy the container cannot take, with
+// checkPolicy refuses a policy the container cannot take, with
 // ErrInvalidSettings.
-func (p Policy) check() error {
+func checkPolicy(p Policy) error {
 	if p.DefaultMode != "" && !slices.Contains(modes, p.DefaultMode) {
 		return fmt.Errorf("%w: sandboxPolicy.defaultMode %q: one of %v", pluginapi.ErrInvalidSettings, p.DefaultMode, modes)
 	}
