@@ -366,6 +366,18 @@ func (s Setup) ChoosePluginDir(file *SettingsFile) PluginDir {
 	return PluginDir{defaultPluginDir(), "default", dirDefault}
 }
 
+// FindPluginDir is the plugin directory Load looks names up in: the
+// settings file (if any) read for its host.pluginDir, and the choice
+// checked (a directory someone named must exist).
+func (s Setup) FindPluginDir() (PluginDir, error) {
+	file, err := s.loadFile()
+	if err != nil {
+		return PluginDir{}, err
+	}
+	dir := s.ChoosePluginDir(file)
+	return dir, dir.Check()
+}
+
 // defaultPluginDir is where `make build` or `make install` puts plugin
 // binaries, found from the running program's location (layout.PluginDir).
 func defaultPluginDir() string {
