@@ -47,3 +47,33 @@ func TestCLIPluginsHonoursTheSettings(t *testing.T) {
 		t.Errorf("plugins --settings naming a missing directory: exit %d, stderr %q; want 125 naming %s:2", r.code, r.stderr, missing)
 	}
 }
+
+// An executor name that is nothing is refused with every name that is:
+// the built-in ones, and the plugin directory's, with its path and where
+// it came from.
+func TestCLIUnknownExecutorListsWhatThereIs(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(pluginDirWith(t, "extra", "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := settingsNaming(t, dir)
+	for name, args := range map[string][]string{
+		"--plugin-dir": {"run", "--executor", "nosuch", "--plugin-dir", dir, "--", "true"},
+		"--settings":   {"run", "--executor", "nosuch", "--settings", settings, "--", "true"},
+	} {
+		r := dsh(t, scenario(t), args...)
+		for _, want := range []string{
+			`executor "nosuch": not built in (bash-local, bash-sandbox, pwsh-local)`,
+			"not in " + dir + " (the plugin directory, ",
+			"which holds extra, other",
+		} {
+			if r.code != 2 || !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: exit %d, stderr %q; want 2 and %q", name, r.code, r.stderr, want)
+			}
+		}
+	}
+	r := dsh(t, scenario(t), "run", "--executor", "nosuch", "--settings", settings, "--", "true")
+	if !strings.Contains(r.stderr, "(the plugin directory, "+settings+":2)") {
+		t.Errorf("stderr %q; want the settings line that names the directory", r.stderr)
+	}
+}
