@@ -113,7 +113,7 @@ func (s Setup) Load() (*Resolved, error) {
 	names, _ := s.ExecutorNames(file)
 	r := &Resolved{Setup: s, File: file, PluginDir: dir}
 	for _, name := range names {
-		ex, err := s.resolveExecutor(name, dir.Dir, file)
+		ex, err := s.resolveExecutor(name, dir, file)
 		if err != nil {
 			if !errors.Is(err, ErrSettings) && !errors.Is(err, registry.ErrChecksumMismatch) {
 				err = &CallerError{err} // not the file's or the binary's fault
@@ -176,15 +176,17 @@ func (s Setup) ResolveAgain(name string) (Executor, error) {
 	if err != nil {
 		return Executor{}, err
 	}
-	return s.resolveExecutor(name, s.ChoosePluginDir(file).Dir, file)
+	return s.resolveExecutor(name, s.ChoosePluginDir(file), file)
 }
 
 // resolveExecutor reads an executor's name: a built-in one, a path to a
 // plugin binary, or a name in the plugin directory, each checked against
 // the settings' checksum for it, when there is one (for a path: see
 // pathChecksum). A checksum pins the binary: the host checks it at every
-// launch, and runs the binary even where others could replace it.
-func (s Setup) resolveExecutor(name, dir string, file *SettingsFile) (Executor, error) {
+// launch, and runs the binary even where others could replace it. A name
+// that is none of these is refused with every name that is.
+func (s Setup) resolveExecutor(name string, pd PluginDir, file *SettingsFile) (Executor, error) {
+	dir := pd.Dir
 	if slices.Contains(s.Builtins, name) {
 		if file != nil && file.Host.Checksums[name] != "" {
 			// The pin was meant for a binary, and would silently pin
@@ -212,8 +214,13 @@ func (s Setup) resolveExecutor(name, dir string, file *SettingsFile) (Executor, 
 		want = file.Host.Checksums[name]
 	}
 	catalog, err := registry.Discover(dir)
+	held := "which does not exist"
 	switch {
 	case err == nil:
+		held = "which holds no " + registry.ExecutorPrefix + "NAME binary"
+		if names := catalogNames(catalog); len(names) > 0 {
+			held = "which holds " + strings.Join(names, ", ")
+		}
 		e, err := catalog.Lookup(name, want)
 		if err == nil {
 			ex := Executor{Name: name, Path: e.Path}
@@ -228,7 +235,17 @@ func (s Setup) resolveExecutor(name, dir string, file *SettingsFile) (Executor, 
 	case !errors.Is(err, fs.ErrNotExist):
 		return Executor{}, err // a link out of the directory, say
 	}
-	return Executor{}, fmt.Errorf("executor %q: not built in (%s), not a path, not in %s", name, strings.Join(s.Builtins, ", "), dir)
+	return Executor{}, fmt.Errorf("executor %q: not built in (%s), not a path, not in %s (the plugin directory, %s), %s",
+		name, strings.Join(s.Builtins, ", "), dir, pd.From, held)
+}
+
+// catalogNames are the names of c's executors, by name.
+func catalogNames(c *registry.Catalog) []string {
+	var names []string
+	for _, e := range c.Entries() {
+		names = append(names, e.Name)
+	}
+	return names
 }
 
 // checkBinaryPath says why the file at path cannot be a plugin binary: it
@@ -368,6 +385,18 @@ func (s Setup) ChoosePluginDir(file *SettingsFile) PluginDir {
 		return PluginDir{os.Getenv("DSH_PLUGIN_DIR"), "$DSH_PLUGIN_DIR", dirEnv}
 	}
 	return PluginDir{defaultPluginDir(), "default", dirDefault}
+}
+
+// FindPluginDir is the plugin directory Load looks names up in: the
+// settings file (if any) read for its host.pluginDir, and the choice
+// checked (a directory someone named must exist).
+func (s Setup) FindPluginDir() (PluginDir, error) {
+	file, err := s.loadFile()
+	if err != nil {
+		return PluginDir{}, err
+	}
+	dir := s.ChoosePluginDir(file)
+	return dir, dir.Check()
 }
 
 // defaultPluginDir is where `make build` or `make install` puts plugin

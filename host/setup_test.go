@@ -52,7 +52,10 @@ func TestSetupLoad(t *testing.T) {
 		caller bool
 		want   string
 	}{
-		{"an unknown name", host.Setup{Executors: []string{"nope"}, Builtins: []string{"mine"}, PluginDir: dir}, true, `executor "nope": not built in (mine), not a path, not in ` + dir},
+		{"an unknown name", host.Setup{Executors: []string{"nope"}, Builtins: []string{"mine"}, PluginDir: dir, PluginDirSource: "--plugin-dir"}, true,
+			`executor "nope": not built in (mine), not a path, not in ` + dir + " (the plugin directory, --plugin-dir), which holds extra"},
+		{"an unknown name, an empty plugin directory", host.Setup{Executors: []string{"nope"}, Builtins: []string{"mine"}, PluginDir: t.TempDir()}, true,
+			"(the plugin directory, PluginDir), which holds no dsh-executor-NAME binary"},
 		{"a missing plugin directory", host.Setup{PluginDir: filepath.Join(dir, "none"), PluginDirSource: "--plugin-dir"}, true, "--plugin-dir " + filepath.Join(dir, "none") + ": no such directory"},
 		{"a pin of a built-in", host.Setup{Builtins: []string{"mine"}, DefaultExecutor: "mine", PluginDir: dir,
 			SettingsPath: settings("host:\n  checksums:\n    mine: " + sum + "\n")}, false, "host.checksums.mine: mine is built in"},

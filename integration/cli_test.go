@@ -11,7 +11,7 @@ import (
 var commandFlags = map[string][]string{
 	"run":     {"executor", "settings", "plugin-dir", "spill-dir", "timeout", "workdir", "json", "sandbox"},
 	"mcp":     {"executor", "settings", "plugin-dir", "workdir", "watch"},
-	"plugins": {"plugin-dir"},
+	"plugins": {"settings", "plugin-dir"},
 	"config":  {"executor", "settings", "plugin-dir", "dump"},
 }
 

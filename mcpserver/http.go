@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -587,4 +588,31 @@ func IsLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(hostPart)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ClientURLs are the URLs a client can use to reach a server listening at
+// addr (what the listener says, ln.Addr()): its own address when it names
+// one. A wildcard listener ("0.0.0.0:8080", "[::]:8080") has no address a
+// client can dial: the first URL is then this machine's loopback of the
+// listener's family (127.0.0.1, [::1], which every IPv6 wildcard listener
+// takes, dual-stack or not), and the second its host name, for other
+// machines.
+func ClientURLs(scheme string, addr net.Addr) []string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return []string{scheme + "://" + addr.String() + HTTPPath}
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsUnspecified() {
+		return []string{scheme + "://" + net.JoinHostPort(host, port) + HTTPPath}
+	}
+	loopback := "127.0.0.1"
+	if ip.To4() == nil {
+		loopback = "::1"
+	}
+	urls := []string{scheme + "://" + net.JoinHostPort(loopback, port) + HTTPPath}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		urls = append(urls, scheme+"://"+net.JoinHostPort(name, port)+HTTPPath)
+	}
+	return urls
 }

@@ -72,7 +72,13 @@ func serveHTTP(ctx context.Context, r *host.Runtime, impl *mcp.Implementation, o
 	} else if hopts.Token != "" && !mcpserver.IsLoopback(addr) {
 		logger.Warn("the bearer token crosses the network in clear: serve TLS (mcp.tls.certFile and keyFile in the settings), or put a TLS proxy in front", "address", addr)
 	}
-	logger.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+mcpserver.HTTPPath, "token", hopts.Token != "", "tls", hopts.TLS != nil)
+	// A URL a client can dial: never [::] or 0.0.0.0.
+	urls := mcpserver.ClientURLs(scheme, ln.Addr())
+	fields := []any{"url", urls[0]}
+	if len(urls) > 1 {
+		fields = append(fields, "from_other_machines", urls[1])
+	}
+	logger.Info("serving MCP over streamable HTTP", append(fields, "token", hopts.Token != "", "tls", hopts.TLS != nil)...)
 	if err := h.Serve(ctx, ln); err != nil {
 		logger.Error("serving MCP over HTTP", "error", err)
 		return 1

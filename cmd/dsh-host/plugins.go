@@ -21,16 +21,17 @@ const describeTimeout = 15 * time.Second
 // A copy the name cannot select is noted below the table.
 func pluginsCmd(args []string) int {
 	fs := flag.NewFlagSet("dsh-host plugins", flag.ContinueOnError)
-	dirFlag := fs.String("plugin-dir", "", "the `DIR` of dsh-executor-NAME binaries to list (default: $DSH_PLUGIN_DIR, else plugins/ beside dsh-host); it must exist")
+	settings := fs.String("settings", "", "the settings `FILE` whose host.pluginDir is listed (default: $DSH_SETTINGS)")
+	dirFlag := fs.String("plugin-dir", "", "the `DIR` of dsh-executor-NAME binaries to list (default: the settings' host.pluginDir, else $DSH_PLUGIN_DIR, else plugins/ beside dsh-host); it must exist")
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q: plugins takes flags only", fs.Arg(0))
 	}
-	setup := host.Setup{Builtins: builtins.Names(), PluginDir: *dirFlag, PluginDirSource: "--plugin-dir"}
-	pd := setup.ChoosePluginDir(nil) // the settings' host.pluginDir is not read here
-	if err := pd.Check(); err != nil {
+	setup := host.Setup{Builtins: builtins.Names(), SettingsPath: *settings, PluginDir: *dirFlag, PluginDirSource: "--plugin-dir"}
+	pd, err := setup.FindPluginDir()
+	if err != nil {
 		return cannot(err)
 	}
 	selected, shadowed, err := setup.Available(pd)

@@ -30,7 +30,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
-	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/dsh-host/dsh-host/internal/agentbin"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -137,6 +136,9 @@ func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Sess
 	cc, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
 	if err != nil {
 		conn.Close()
+		if hk := (*hostKeyError)(nil); errors.As(err, &hk) {
+			err = hk // said in full: not a failed handshake
+		}
 		return nil, fmt.Errorf("ssh: %s: %w", addr, err)
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -164,7 +166,7 @@ func clientConfig(s Settings) (*ssh.ClientConfig, func(), error) {
 		}
 		kh = filepath.Join(home, ".ssh", "known_hosts")
 	}
-	check, err := knownhosts.New(kh)
+	check, err := checkHostKey(kh)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ssh: known_hosts %s: %w (the target's host key must be there: ssh-keyscan, checked, then added)", kh, err)
 	}
