@@ -405,9 +405,10 @@ func TestAPluginDirectoryBinaryAgainstItsPinIsRefused(t *testing.T) {
 }
 
 // The placement check applies the executor's own reach, as it says in
-// Describe: the README's container and SSH examples, run from the
-// directory their plugin lies in (a checkout's root), are not refused for
-// a "writable root" that is only the current directory; bash-local's
+// Describe: the container and SSH examples of docs/container.md and
+// docs/ssh.md, run from the directory their plugin lies in (a checkout's
+// root), are not refused for a "writable root" that is only the current
+// directory; bash-local's
 // commands write wherever its user may, so only ownership and permissions
 // count; a container whose workspace holds the binary is refused, naming
 // the rule and the path.
