@@ -117,3 +117,27 @@ func TestAChangedHostKeyIsRefusedLoudly(t *testing.T) {
 		t.Errorf("refusal %q suggests adding the offered key", err)
 	}
 }
+
+// A target with keys of two types, of which known_hosts holds one (the
+// ed25519 key OpenSSH prefers, beside the ecdsa key a stock sshd has too,
+// and which golang.org/x/crypto/ssh asks for first), is asked for the type
+// known_hosts holds and let in, as OpenSSH does; it is not refused as
+// changed.
+func TestTheKnownKeyTypeIsAskedFor(t *testing.T) {
+	dir := t.TempDir()
+	ecdsa := filepath.Join(dir, "host_ecdsa_key")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", ecdsa).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	// startSSHD's known_hosts holds the configuration's ed25519 key alone.
+	d := startSSHD(t, "HostKey="+ecdsa, "HostKey="+filepath.Join(filepath.Dir(os.Getenv("DSH_TEST_SSH_CONFIG")), "host_key"))
+	x := ssh.New()
+	defer x.Close(t.Context())
+	if err := x.Configure(t.Context(), []byte(settingsJSON(t, target(t, map[string]any{"address": d.addr(), "knownHosts": d.knownHosts})))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: "echo in"}, nil)
+	if err != nil || strings.TrimSpace(res.Stdout.Text) != "in" {
+		t.Fatalf("with the target's ed25519 key known and an ecdsa key beside it: %+v, %v; want the command run", res, err)
+	}
+}

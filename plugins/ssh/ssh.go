@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
@@ -126,6 +127,11 @@ func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Sess
 	if err != nil {
 		return nil, err
 	}
+	// Ask for a key of a type known_hosts holds for the target, as OpenSSH
+	// does: a target that also has a key of another type (a stock sshd's
+	// ecdsa key beside the ed25519 one known_hosts holds; x/crypto/ssh asks
+	// for ecdsa first) would offer that one, and be refused as changed.
+	cfg.HostKeyAlgorithms = knownhosts.HostKeyAlgorithms(cfg.HostKeyCallback, addr)
 	defer closeAuth()
 	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
