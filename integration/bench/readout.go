@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/dsh-host/dsh-host/host"
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/registry"
 )
 
 // jobOutputBusyVsIdle is the median time of a model-sized job_output read
@@ -126,7 +124,7 @@ func readSpillVsDockerCp(ctx context.Context, shell pluginapi.ShellExecutor, eng
 		if err != nil {
 			return 0, err
 		}
-		if sumSpill, err = fileSHA256(landed); err != nil {
+		if sumSpill, err = registry.FileSHA256(landed); err != nil {
 			return 0, err
 		}
 		os.Remove(landed)
@@ -138,7 +136,7 @@ func readSpillVsDockerCp(ctx context.Context, shell pluginapi.ShellExecutor, eng
 			return 0, fmt.Errorf("docker cp: %v: %s", err, msg)
 		}
 		viaCp = append(viaCp, time.Since(began).Seconds())
-		if sumCp, err = fileSHA256(out); err != nil {
+		if sumCp, err = registry.FileSHA256(out); err != nil {
 			return 0, err
 		}
 		os.Remove(out)
@@ -150,16 +148,3 @@ func readSpillVsDockerCp(ctx context.Context, shell pluginapi.ShellExecutor, eng
 	return median(viaCp) / median(viaSpill), nil
 }
 
-// fileSHA256 is the hex SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
