@@ -147,4 +147,3 @@ func readSpillVsDockerCp(ctx context.Context, shell pluginapi.ShellExecutor, eng
 	// A ratio of rates: docker cp's time over ReadSpill's.
 	return median(viaCp) / median(viaSpill), nil
 }
-
