@@ -156,7 +156,8 @@ func TestRunRefusesTwoShells(t *testing.T) {
 
 // dsh-host plugins lists the built-in executors and the plugin directory's,
 // each described by a real launch, and leaves nothing running; the plugin
-// directory's bash-local is shadowed by the built-in one of that name.
+// directory's bash-local and bash-sandbox are shadowed by the built-in
+// ones of those names, and said so below the table.
 func TestPluginsListsExecutors(t *testing.T) {
 	tag := scenario(t)
 	r := dsh(t, tag, "plugins", "--plugin-dir", bins.dir)
@@ -164,17 +165,26 @@ func TestPluginsListsExecutors(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
 	out := lines(r.stdout)
-	builtins := []string{"bash-local .* none .*\\(built in\\)", "bash-sandbox .* workspace-write .*\\(built in\\)", "pwsh-local .* none .*\\(built in\\)"}
-	if len(out) != 3+len(builtins) || !strings.HasPrefix(out[0], "NAME") {
-		t.Fatalf("output %q, want a header, %d built-in executors, and a note on the shadowed plugin", r.stdout, len(builtins))
+	rows := []string{
+		"bash-local .* none .*\\(built in\\)",
+		"bash-sandbox .* workspace-write .*\\(built in\\)",
+		"pwsh-local .* none .*\\(built in\\)",
+		"container .* workspace-write +" + regexp.QuoteMeta(bins.container) + " ",
+		"ssh .* none +" + regexp.QuoteMeta(bins.ssh) + " ",
+		"",
+		"shadowed: bash-local " + regexp.QuoteMeta(bins.plugin) + " ",
+		"shadowed: bash-sandbox " + regexp.QuoteMeta(bins.sandbox) + " ",
 	}
-	for i, want := range builtins {
-		if !regexp.MustCompile(want).MatchString(out[1+i]) || !strings.Contains(out[1+i], "0.1.0") {
-			t.Errorf("built-in row %q, want %s", out[1+i], want)
+	if len(out) != 1+len(rows) || !strings.HasPrefix(out[0], "NAME") {
+		t.Fatalf("output %q, want a header, the built-in executors, the plugin directory's, and a note on each shadowed plugin", r.stdout)
+	}
+	for i, want := range rows {
+		if !regexp.MustCompile("^" + want).MatchString(out[1+i]) {
+			t.Errorf("row %d %q, want %s", 1+i, out[1+i], want)
 		}
-	}
-	if last := out[len(out)-1]; !strings.HasPrefix(last, "shadowed: bash-local "+bins.plugin+" ") {
-		t.Errorf("plugin directory note %q", last)
+		if i < 5 && !strings.Contains(out[1+i], "0.1.0") {
+			t.Errorf("row %d %q has no version", 1+i, out[1+i])
+		}
 	}
 }
 
