@@ -2,7 +2,6 @@ package localexec
 
 import (
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -65,10 +64,10 @@ var notCredentials = []string{"TOKENIZERS_PARALLELISM", "MAX_THINKING_TOKENS", "
 // "adafruit" key, a "datadog" token) are CredentialPatterns' part here: a
 // variable's name is what they read. Settings that replace
 // CredentialPatterns leave this in force; only the allowlist lets such a
-// value through. Compiled at its first use, not in every process that links
+// value through. Made at its first use, not in every process that links
 // this package: a host that never runs a command should not pay for it.
-var credentialValue = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:` + strings.Join(credentialShapes, "|") + `)`)
+var credentialValue = sync.OnceValue(func() *credentialMatcher {
+	return newCredentialMatcher(credentialShapes)
 })
 
 // wordEnd ends a token whose prefix alone could begin an ordinary word.
@@ -127,7 +126,8 @@ var credentialShapes = []string{
 	`LTAI[A-Za-z0-9]{20}` + wordEnd,                                              // Alibaba Cloud access key ids
 	`do[opr]_v1_[a-f0-9]{64}`,                                                    // DigitalOcean: personal, OAuth, refresh
 	`v1\.0-[a-f0-9]{24}-[a-f0-9]{146}`,                                           // Cloudflare Origin CA keys
-	`fo1_[A-Za-z0-9_-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}`,                      // Fly.io
+	`fo1_[A-Za-z0-9_-]{43}`,                                                      // Fly.io: OAuth
+	`fm[12][ar]?_[A-Za-z0-9+/]{100,}`,                                            // Fly.io: macaroons
 	`pscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,}`,                               // PlanetScale
 	`HRKU-AA[A-Za-z0-9_-]{58}`,                                                   // Heroku
 	`AQVN[A-Za-z0-9_-]{35,38}` + wordEnd,                                         // Yandex Cloud API keys

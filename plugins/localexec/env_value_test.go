@@ -67,6 +67,7 @@ var credentialExamples = []struct{ kind, value string }{
 	{"DigitalOcean PAT", fakeOf(hexDigits, "dop_v1_", 64)},
 	{"Cloudflare Origin CA", fakeOf(hexDigits, "v1.0-", 24) + fakeOf(hexDigits, "-", 146)},
 	{"Fly.io", fake("fo1_", 43)},
+	{"Fly.io macaroon", fake("fm2_", 120)},
 	{"PlanetScale", fake("pscale_pw_", 43)},
 	{"Heroku", fake("HRKU-AA", 58)},
 	{"Yandex Cloud", fake("AQVN", 36)},
@@ -126,34 +127,38 @@ func TestCredentialValueFindsEachKind(t *testing.T) {
 	}
 }
 
+// ordinaryValues are values of variables that hold no credential, among
+// them some that share a prefix or an alphabet with a token.
+var ordinaryValues = []string{
+	"/usr/local/go/bin:/home/ada/go/bin:/usr/bin:/bin",
+	"/home/ada/.config/gcloud/application_default_credentials.json",
+	"en_US.UTF-8", "sk_SK.UTF-8", "Europe/Berlin", "xterm-256color", "Ada Lovelace",
+	"1.26.0", "v20.11.1", "1.2.3-rc.1+build.5", "go1.26 linux/amd64", "Python 3.12.1",
+	"-Xmx2g -Dfile.encoding=UTF-8", "-mod=mod -trimpath",
+	"rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:do=01;35:bd=40;33;01:*.tar=01;31",
+	"4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+	"sha256:" + strings.Repeat("3f1e9c0a", 8),
+	"sha512-" + fake("", 86) + "==",
+	"123e4567-e89b-12d3-a456-426614174000",
+	"SGVsbG8sIHdvcmxkIQ==",
+	"eyJmb28iOiJiYXIiLCJiYXoiOlsxLDIsM119",
+	"eyJhbGciOiJIUzI1NiJ9",
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + fake("", 43) + " ada@laptop",
+	"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + fake("", 300) + " ada@laptop",
+	"Bearer", "Bearer authentication", "bearer of bad news", "Bearer realm=\"api\"",
+	"--bearer-token-file=/var/run/secrets/kubernetes.io/serviceaccount/token",
+	"SG.example.com", "SG.sandbox.internal", "dop_v1_not_a_token",
+	"arn:aws:iam::123456789012:role/Deploy", "ASIAPACIFIC", "ip-10-0-0-5.eu-west-1.compute.internal",
+	"docker.io/library/golang:1.26@sha256:" + strings.Repeat("ab12", 16),
+	"https://api.openai.com/v1", "https://o123456.ingest.sentry.io/4504",
+	"patch-release.2026-12-07", "api_organization_settings", "ico-noir",
+	"AAAA", "SKIP_TESTS", "EAAC", "p8e-ready", "12345:Action",
+}
+
 // Ordinary values, among them some that share a prefix or an alphabet with
 // a token, are left alone.
 func TestCredentialValueLeavesOrdinaryValues(t *testing.T) {
-	for _, v := range []string{
-		"/usr/local/go/bin:/home/ada/go/bin:/usr/bin:/bin",
-		"/home/ada/.config/gcloud/application_default_credentials.json",
-		"en_US.UTF-8", "sk_SK.UTF-8", "Europe/Berlin", "xterm-256color", "Ada Lovelace",
-		"1.26.0", "v20.11.1", "1.2.3-rc.1+build.5", "go1.26 linux/amd64", "Python 3.12.1",
-		"-Xmx2g -Dfile.encoding=UTF-8", "-mod=mod -trimpath",
-		"rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:do=01;35:bd=40;33;01:*.tar=01;31",
-		"4b825dc642cb6eb9a060e54bf8d69288fbee4904",
-		"sha256:" + strings.Repeat("3f1e9c0a", 8),
-		"sha512-" + fake("", 86) + "==",
-		"123e4567-e89b-12d3-a456-426614174000",
-		"SGVsbG8sIHdvcmxkIQ==",
-		"eyJmb28iOiJiYXIiLCJiYXoiOlsxLDIsM119",
-		"eyJhbGciOiJIUzI1NiJ9",
-		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + fake("", 43) + " ada@laptop",
-		"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + fake("", 300) + " ada@laptop",
-		"Bearer", "Bearer authentication", "bearer of bad news", "Bearer realm=\"api\"",
-		"--bearer-token-file=/var/run/secrets/kubernetes.io/serviceaccount/token",
-		"SG.example.com", "SG.sandbox.internal", "dop_v1_not_a_token",
-		"arn:aws:iam::123456789012:role/Deploy", "ASIAPACIFIC", "ip-10-0-0-5.eu-west-1.compute.internal",
-		"docker.io/library/golang:1.26@sha256:" + strings.Repeat("ab12", 16),
-		"https://api.openai.com/v1", "https://o123456.ingest.sentry.io/4504",
-		"patch-release.2026-12-07", "api_organization_settings", "ico-noir",
-		"AAAA", "SKIP_TESTS", "EAAC", "p8e-ready", "12345:Action",
-	} {
+	for _, v := range ordinaryValues {
 		if credentialValue().MatchString(v) {
 			t.Errorf("%q is taken for a credential", v)
 		}
