@@ -182,8 +182,9 @@ func launch(ctx context.Context, opts Options, requireShell bool) (*Host, error)
 		secure = &plugin.SecureConfig{Checksum: ex.Checksum, Hash: sha256.New()}
 	}
 	// The plugin makes its socket in a directory of ours, so that Close can
-	// remove it however the plugin ended.
-	sweepOrphansOnce()
+	// remove it however the plugin ended; what dead hosts left goes while
+	// the plugin starts.
+	defer sweepOrphansAside()()
 	sockDir, err := ownedtemp.Make("dsh-host-")
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrLaunch, ex.Name, err)

@@ -14,8 +14,16 @@ var tempPrefixes = []string{"dsh-host-", "dsh-spill-"}
 
 var sweepOnce sync.Once
 
-// sweepOrphansOnce sweeps the temporary directory, once per process: a
-// directory listing and a /proc read per host directory found.
-func sweepOrphansOnce() {
-	sweepOnce.Do(func() { ownedtemp.Sweep(tempPrefixes...) })
+// sweepOrphansAside sweeps the temporary directory, once per process (a
+// directory listing and a /proc read per host directory found), beside
+// what the caller does next; the function it returns waits for the sweep.
+// A directory still being made has no OwnerFile yet, and the sweep leaves
+// it.
+func sweepOrphansAside() (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sweepOnce.Do(func() { ownedtemp.Sweep(tempPrefixes...) })
+	}()
+	return func() { <-done }
 }
