@@ -24,7 +24,11 @@ func sandboxLatency(ctx context.Context, bin string, local pluginapi.ShellExecut
 	if out, err := exec.CommandContext(ctx, "git", "init", "-q", repo).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("git init: %v: %s", err, out)
 	}
-	h, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "bash-sandbox", Path: bin, Args: host.ServeArgs("bash-sandbox")}})
+	// The commands run in the repository: the launch checks that they
+	// cannot write the binary there, which they could in the current
+	// directory (a checkout, where make bench runs).
+	h, err := host.Launch(ctx, host.Options{Executor: host.Executor{Name: "bash-sandbox", Path: bin, Args: host.ServeArgs("bash-sandbox")},
+		Workdirs: []string{repo}})
 	if err != nil {
 		return nil, err
 	}
