@@ -1,0 +1,150 @@
+// Package kubernetes is the Kubernetes executor: commands run in a pod,
+// through the cluster's API (k8s.io/client-go), with no kubectl. Open
+// creates a pod labelled with this plugin's identity (hostid), or attaches
+// to an existing one by name; it brings dsh-agent into the pod over the
+// exec stream, for the pod's architecture, checks its SHA-256 there, and
+// runs it with its stdio as the executor's stream (remoteexec), over one
+// exec: WebSocket first, SPDY as the fallback (remotecommand's
+// FallbackExecutor). When that stream closes the agent kills what it
+// started; Close also deletes the pod it created, never one it attached
+// to.
+//
+// The pod's own process only keeps it alive, and ends at the first
+// SIGTERM: a pod outlives its streams (an API server restart drops them),
+// and goes when it is deleted.
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
+	"github.com/dsh-host/dsh-host/plugins/remoteexec"
+)
+
+// Name is the executor's name.
+const Name = "kubernetes"
+
+// Version is the executor's version.
+const Version = "0.1.0"
+
+// Settings are the Kubernetes executor's keys of the shell section; the
+// other keys (the common ones) go to the agent.
+type Settings struct {
+	// Kubeconfig is the kubeconfig file; empty: as kubectl finds one
+	// (KUBECONFIG, then ~/.kube/config), else the in-cluster config.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context is the kubeconfig's context to use; empty: its current one.
+	Context string `json:"context,omitempty"`
+	// Namespace the pod is in; empty: the context's, else the in-cluster
+	// one, else "default".
+	Namespace string `json:"namespace,omitempty"`
+	// Image the pod runs (required unless Pod is set); never pulled by the
+	// executor itself: the cluster pulls it as ImagePullPolicy says.
+	Image string `json:"image,omitempty"`
+	// ImagePullPolicy is the pod's (Always, IfNotPresent, Never); empty:
+	// the cluster's default for the image.
+	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
+	// Pod is an existing pod to attach to, by name, instead of creating
+	// one; it is never deleted by the executor.
+	Pod string `json:"pod,omitempty"`
+	// Container is the container of an attached pod the commands run in;
+	// empty: its default container (kubectl's annotation), else its first.
+	Container string `json:"container,omitempty"`
+	// Agent is the dsh-agent binary to bring into the pod, for its
+	// architecture; empty: bin/agent/linux-ARCH/dsh-agent beside this
+	// plugin's directory.
+	Agent string `json:"agent,omitempty"`
+	// StartTimeoutMs bounds the wait for a created pod to run (default
+	// 120000: a pull may take that long).
+	StartTimeoutMs int64 `json:"startTimeoutMs,omitempty"`
+	// ForwardEnv names variables of this plugin's environment the agent
+	// gets; credential-like ones are scrubbed here first.
+	ForwardEnv []string `json:"forwardEnv,omitempty"`
+}
+
+var ownKeys = []string{"kubeconfig", "context", "namespace", "image", "imagePullPolicy", "pod", "container", "agent", "startTimeoutMs", "forwardEnv"}
+
+const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig file (default: KUBECONFIG, then ~/.kube/config, else the in-cluster config)"},
+    "context": {"type": "string", "description": "the kubeconfig's context (default: its current context)"},
+    "namespace": {"type": "string", "description": "namespace of the pod (default: the context's, else default)"},
+    "image": {"type": "string", "description": "the image the pod runs (required unless pod is set); it needs bash, coreutils and a sha256 tool"},
+    "imagePullPolicy": {"type": "string", "enum": ["Always", "IfNotPresent", "Never"], "description": "the pod's image pull policy (default: the cluster's for the image)"},
+    "pod": {"type": "string", "description": "an existing pod to attach to, by name, instead of creating one (never deleted)"},
+    "container": {"type": "string", "description": "the attached pod's container (default: its default container, else its first)"},
+    "agent": {"type": "string", "description": "the dsh-agent binary to bring in (default: bin/agent/linux-ARCH/dsh-agent)"},
+    "startTimeoutMs": {"type": "integer", "minimum": 1000, "default": 120000, "description": "how long a created pod may take to run"},
+    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the agent gets (credentials scrubbed)"}`
+
+// SettingsSchema is the JSON Schema of the Kubernetes executor's settings.
+var SettingsSchema = remoteexec.SettingsSchema("shell (kubernetes)", ownSchema)
+
+// New returns the Kubernetes executor.
+func New() *remoteexec.Executor {
+	return remoteexec.New(remoteexec.Config{
+		Description: pluginapi.Description{
+			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
+			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
+			Services: []string{pluginapi.ServiceShell},
+			// The commands run in a pod: nothing of this machine's.
+			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
+		},
+		Target: target{},
+		Split: func(raw []byte) ([]byte, []byte, error) {
+			t, a, err := remoteexec.SplitSettings(raw, ownKeys...)
+			if err == nil && t != nil {
+				var s Settings
+				err = remoteexec.DecodeStrict(t, &s)
+			}
+			return t, a, err
+		},
+		// A session that ended (its stream dropped) is replaced at the next
+		// call: in the attached pod, or in a new pod (the old one is
+		// deleted with its session).
+		Reopen: true,
+	})
+}
+
+type target struct{}
+
+func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Session, error) {
+	var s Settings
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("%w: %v", pluginapi.ErrInvalidSettings, err)
+		}
+	}
+	switch {
+	case s.Pod == "" && s.Image == "":
+		return nil, fmt.Errorf("%w: image: the kubernetes executor needs an image to run a pod of (shell.image), or a pod to attach to (shell.pod)", pluginapi.ErrInvalidSettings)
+	case s.Pod != "" && s.Image != "":
+		return nil, fmt.Errorf("%w: image and pod: set one, an image to run a pod of, or a pod to attach to", pluginapi.ErrInvalidSettings)
+	}
+	var scrub localexec.Settings
+	if len(agentPart) > 0 {
+		_ = json.Unmarshal(agentPart, &scrub)
+	}
+	c, err := connect(s)
+	if err != nil {
+		return nil, err
+	}
+	var p *pod
+	if s.Pod != "" {
+		p, err = c.attach(ctx, s.Pod, s.Container)
+	} else {
+		p, err = c.create(ctx, s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sess, err := p.startAgent(ctx, s.Agent, remoteexec.ForwardedEnv(s.ForwardEnv, scrub))
+	if err != nil {
+		if p.created {
+			_ = p.delete(context.WithoutCancel(ctx))
+		}
+		return nil, err
+	}
+	return sess, nil
+}
