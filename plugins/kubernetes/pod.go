@@ -310,7 +310,7 @@ func (p *pod) withEvents(err error) error {
 	return fmt.Errorf("%w; its events: %s", err, b.String())
 }
 
-// deleteWait bounds the wait for a deleted pod to be gone.
+// deleteWait bounds the deletion of a pod, and the wait until it is gone.
 const deleteWait = 30 * time.Second
 
 // delete deletes the pod and waits until it is gone (its UID no longer
@@ -319,6 +319,8 @@ func (p *pod) delete(ctx context.Context) error {
 	if !p.created {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, deleteWait)
+	defer cancel()
 	pods := p.c.cs.CoreV1().Pods(p.c.namespace)
 	err := pods.Delete(ctx, p.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -327,8 +329,6 @@ func (p *pod) delete(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes: deleting %s: %w", p, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, deleteWait)
-	defer cancel()
 	for {
 		got, err := pods.Get(ctx, p.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && got.UID != p.uid) {
