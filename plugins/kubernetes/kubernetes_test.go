@@ -117,7 +117,8 @@ func (c *testCluster) requireNoPods(t *testing.T) {
 // with its executor, and another pod is another PID namespace). A
 // directory of this machine (the cluster's only node) is mounted at the
 // same path in that pod, and is the test's TMPDIR, so that the cases'
-// workdirs are there too; the variables the suite sets are forwarded.
+// workdirs are there too; the variables the suite sets are forwarded. No
+// executor deletes the pod it attached to.
 func TestConformanceInAPod(t *testing.T) {
 	c := cluster(t)
 	workspace, err := os.MkdirTemp("", "dsh-kubernetes-workspace-")
@@ -133,6 +134,10 @@ func TestConformanceInAPod(t *testing.T) {
 	base := c.settings(t, map[string]any{"pod": name, "forwardEnv": pluginapitest.InheritedNames()})
 	pluginapitest.RunWith(t, func(t *testing.T) pluginapi.ShellExecutor { return kubernetes.New() },
 		pluginapitest.Options{Settings: base, Elsewhere: true})
+	// Every case closed its executors: none deleted the pod it attached to.
+	if p, err := c.cs.CoreV1().Pods(c.namespace).Get(t.Context(), name, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("the pod the executors attached to, after the suite: %v (deleting: %v); want it left as it was", err, err == nil && p.DeletionTimestamp != nil)
+	}
 }
 
 // runPod runs a pod of the test image with workspace mounted at its own
