@@ -1,9 +1,10 @@
 // Package remoteexec is the executor whose commands run elsewhere: in a
 // container, on another machine. It drives a dsh-agent (bash-local, served
 // over one byte stream) that a Target starts there, and forwards every
-// call of the contract to it; the container and SSH executors are Targets
-// of this one package. The agent kills what it started when its stream
-// closes; Close also removes what the Target made.
+// call of the contract to it; the container, SSH and Kubernetes executors
+// are Targets of this one package. The agent kills what it started when its
+// stream closes; Close also removes what the Target made (a session's
+// Cleanup, then a TargetCloser's Close).
 package remoteexec
 
 import (
@@ -32,14 +33,29 @@ type Target interface {
 	Open(ctx context.Context, target, agent []byte) (*Session, error)
 }
 
+// TargetCloser is a Target that keeps what it made across sessions (a pod
+// the next session reconnects to, after a dropped stream): its sessions'
+// Cleanup only ends their stream, and Executor.Close calls Close, once the
+// last session is closed, to remove what it kept. A session's end never
+// removes it.
+type TargetCloser interface {
+	Target
+	Close(ctx context.Context) error
+}
+
 // Session is one agent's stream and what goes with it.
 type Session struct {
 	Stream io.ReadWriteCloser
 	// Cleanup removes what Open made (a container), once the agent's
-	// stream is closed; nil when there is nothing to remove.
+	// stream is closed; nil when there is nothing to remove. A
+	// TargetCloser's only ends what carried the stream.
 	Cleanup func(ctx context.Context) error
 	// Where says where the commands run, for errors ("container 3f2a…").
 	Where string
+	// Lost, when set, says why the session ended when the target knows
+	// better than its stream (the pod was deleted); nil when it does not.
+	// A run the session's end interrupted says it.
+	Lost func() error
 }
 
 // Config makes an Executor.
@@ -236,6 +252,11 @@ func where(s *session, err error) error {
 	if err == nil || s.Where == "" || !errors.Is(err, pluginapi.ErrPluginUnavailable) {
 		return err
 	}
+	if s.Lost != nil {
+		if lost := s.Lost(); lost != nil {
+			return fmt.Errorf("%w (commands ran in %s: %v)", err, s.Where, lost)
+		}
+	}
 	return fmt.Errorf("%w (commands ran in %s)", err, s.Where)
 }
 
@@ -317,19 +338,26 @@ func (e *Executor) ReadSpill(ctx context.Context, path string, offset int64, max
 }
 
 // Close ends the session: the agent kills and awaits what it runs, and
-// what the target made is removed. Later calls fail with
-// pluginapi.ErrExecutorClosed.
+// what the target made is removed (a TargetCloser's Close, once every
+// session is closed). Later calls fail with pluginapi.ErrExecutorClosed.
 func (e *Executor) Close(ctx context.Context) error {
 	e.mu.Lock()
+	already := e.closed
 	e.closed = true
 	s := e.sess
 	e.mu.Unlock()
 	e.ahead.stop()
-	defer e.cleanups.Wait()
-	if s == nil {
-		return nil
+	var errs []error
+	if s != nil {
+		errs = append(errs, e.closeSession(ctx, s))
 	}
-	return e.closeSession(ctx, s)
+	e.cleanups.Wait()
+	if tc, ok := e.cfg.Target.(TargetCloser); ok && !already {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		errs = append(errs, tc.Close(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // SplitSettings is a Config.Split for a target whose keys are own: it
