@@ -1,0 +1,89 @@
+package kubernetes_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/kubernetes"
+)
+
+// executorPod is the one pod of this test process's executors, which the
+// test fails without.
+func (c *testCluster) executorPod(t *testing.T) corev1.Pod {
+	t.Helper()
+	list, err := c.cs.CoreV1().Pods(c.namespace).List(t.Context(), metav1.ListOptions{
+		LabelSelector: "dsh-host.dev/executor=kubernetes,dsh-host.dev/plugin=" + kubernetes.PluginLabel(),
+	})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("the pods of this plugin: %v, %v; want one", list, err)
+	}
+	return list.Items[0]
+}
+
+// runInBackground runs command on x, and returns once its first output
+// came, with where its outcome will come.
+func runInBackground(t *testing.T, x pluginapi.ShellExecutor, command string) <-chan outcome {
+	t.Helper()
+	ran, started := make(chan outcome, 1), make(chan struct{}, 1)
+	go func() {
+		res, err := pluginapi.RunRequest(t.Context(), x, pluginapi.ExecRequest{Command: command}, func(pluginapi.Stream, []byte) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		})
+		ran <- outcome{res, err}
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run's output did not come within 60s")
+	}
+	return ran
+}
+
+type outcome struct {
+	res pluginapi.RunResult
+	err error
+}
+
+// A pod deleted from outside under a run settles the run as interrupted
+// at once, saying the pod was deleted, with the output so far; the next
+// call runs in a new pod, and the deleted one is gone by then.
+func TestAPodDeletedUnderARunInterruptsIt(t *testing.T) {
+	c := cluster(t)
+	ctx := t.Context()
+	x := kubernetes.New()
+	defer x.Close(ctx)
+	if err := x.Configure(ctx, []byte(c.settings(t, map[string]any{"image": c.image}))); err != nil {
+		t.Fatal(err)
+	}
+	ran := runInBackground(t, x, "echo started; sleep 30")
+	before := c.executorPod(t)
+	began := time.Now()
+	if err := c.cs.CoreV1().Pods(c.namespace).Delete(ctx, before.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-ran:
+		if o.err != nil || o.res.ExitCode != nil || o.res.Stdout.Text != "started\n" ||
+			!strings.Contains(o.res.Interrupted, "pod "+c.namespace+"/"+before.Name) || !strings.Contains(o.res.Interrupted, "deleted") {
+			t.Errorf("the run whose pod was deleted: %+v, %v; want it interrupted, saying the pod was deleted, with its output so far", o.res, o.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run whose pod was deleted was still waiting 20s after the deletion")
+	}
+	t.Logf("interrupted %s after the deletion", time.Since(began))
+	res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again"}, nil)
+	if err != nil || res.Stdout.Text != "again\n" {
+		t.Errorf("the call after the pod's deletion: %+v, %v; want it to run", res, err)
+	}
+	if after := c.executorPod(t); after.UID == before.UID {
+		t.Errorf("the call after the pod's deletion ran in %s, the deleted pod; want a new one", after.Name)
+	}
+}
