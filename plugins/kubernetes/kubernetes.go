@@ -14,12 +14,14 @@
 // and goes when it is deleted. The executor keeps the pod it created
 // across sessions: after a dropped stream the next call starts a new
 // agent in the same pod, while it runs (a pod deleted or evicted is
-// replaced by a new one).
+// replaced by a new one). A Lease of this plugin process (lease.go)
+// says it is alive to other machines' sweeps (sweep.go).
 package kubernetes
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -121,6 +123,10 @@ type target struct {
 	// target's part of the settings it was created for.
 	kept    *pod
 	keptFor string
+	// swept are the namespaces (of clusters) a sweep ran in; leases
+	// release this process's Leases the target holds.
+	swept  map[string]bool
+	leases map[string]func(context.Context) error
 }
 
 var _ remoteexec.TargetCloser = (*target)(nil)
@@ -190,11 +196,40 @@ func (t *target) podFor(ctx context.Context, c *cluster, s Settings, raw string)
 	if err := t.dropKept(ctx); err != nil {
 		return nil, false, err
 	}
+	if err := t.prepare(ctx, c); err != nil {
+		return nil, false, err
+	}
 	if p, err = c.create(ctx, s); err != nil {
 		return nil, false, err
 	}
 	t.kept, t.keptFor = p, raw
 	return p, true, nil
+}
+
+// prepare readies c's namespace for this target's first pod there: the
+// sweep of dead plugins' pods (once per namespace), and this process's
+// Lease, which must be there before its pods are.
+func (t *target) prepare(ctx context.Context, c *cluster) error {
+	key := c.key()
+	if !t.swept[key] {
+		if t.swept == nil {
+			t.swept = map[string]bool{}
+		}
+		t.swept[key] = true
+		c.sweep(ctx)
+	}
+	if _, ok := t.leases[key]; ok {
+		return nil
+	}
+	release, err := c.holdLease(ctx)
+	if err != nil {
+		return err
+	}
+	if t.leases == nil {
+		t.leases = map[string]func(context.Context) error{}
+	}
+	t.leases[key] = release
+	return nil
 }
 
 // dropKept deletes the kept pod, if any, and waits until it is gone.
@@ -209,9 +244,15 @@ func (t *target) dropKept(ctx context.Context) error {
 	return nil
 }
 
-// Close deletes the pod created.
+// Close deletes the pod created, then releases this process's Leases
+// (the last release deletes one).
 func (t *target) Close(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.dropKept(ctx)
+	errs := []error{t.dropKept(ctx)}
+	for _, release := range t.leases {
+		errs = append(errs, release(ctx))
+	}
+	t.leases = nil
+	return errors.Join(errs...)
 }
