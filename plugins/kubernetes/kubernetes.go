@@ -166,14 +166,14 @@ func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.S
 		p, fresh, err = t.podFor(ctx, c, s, string(raw))
 	}
 	if err != nil {
-		return nil, err
+		return nil, refusal(err)
 	}
 	sess, err := p.startAgent(ctx, s.Agent, remoteexec.ForwardedEnv(s.ForwardEnv, scrub), !fresh)
 	if err != nil {
 		if fresh {
 			_ = t.dropKept(context.WithoutCancel(ctx))
 		}
-		return nil, err
+		return nil, refusal(err)
 	}
 	return sess, nil
 }
