@@ -87,3 +87,34 @@ func TestAPodDeletedUnderARunInterruptsIt(t *testing.T) {
 		t.Errorf("the call after the pod's deletion ran in %s, the deleted pod; want a new one", after.Name)
 	}
 }
+
+// Settings the created pod no longer fits (another pull policy) end its
+// session, and the next call deletes it and runs in a new pod; settings
+// of the agent alone keep it.
+func TestNewSettingsReplaceTheCreatedPod(t *testing.T) {
+	c := cluster(t)
+	ctx := t.Context()
+	x := kubernetes.New()
+	defer x.Close(ctx)
+	run := func(settings map[string]any) corev1.Pod {
+		t.Helper()
+		if err := x.Configure(ctx, []byte(c.settings(t, settings))); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo ran"}, nil); err != nil || res.Stdout.Text != "ran\n" {
+			t.Fatalf("a command with settings %v: %+v, %v", settings, res, err)
+		}
+		return c.executorPod(t)
+	}
+	first := run(map[string]any{"image": c.image})
+	if again := run(map[string]any{"image": c.image, "defaultTimeoutMs": 5000}); again.UID != first.UID {
+		t.Errorf("the agent's settings changed, and the commands ran in a new pod %s; want the same, %s", again.Name, first.Name)
+	}
+	second := run(map[string]any{"image": c.image, "imagePullPolicy": "Never"})
+	if second.UID == first.UID {
+		t.Errorf("the pod's settings changed, and the commands still ran in %s; want a new pod", first.Name)
+	}
+	if second.Spec.Containers[0].ImagePullPolicy != corev1.PullNever {
+		t.Errorf("the new pod's pull policy: %s; want Never", second.Spec.Containers[0].ImagePullPolicy)
+	}
+}
