@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -52,39 +53,52 @@ type outcome struct {
 	err error
 }
 
-// A pod deleted from outside under a run settles the run as interrupted
-// at once, saying the pod was deleted, with the output so far; the next
-// call runs in a new pod, and the deleted one is gone by then.
+// A pod deleted from outside, or evicted (the Eviction API), under a run
+// settles the run as interrupted at once, saying so (an eviction's reason
+// from the pod's status), with the output so far; the next call runs in
+// a new pod, and the old one is gone by then.
 func TestAPodDeletedUnderARunInterruptsIt(t *testing.T) {
-	c := cluster(t)
-	ctx := t.Context()
-	x := kubernetes.New()
-	defer x.Close(ctx)
-	if err := x.Configure(ctx, []byte(c.settings(t, map[string]any{"image": c.image}))); err != nil {
-		t.Fatal(err)
-	}
-	ran := runInBackground(t, x, "echo started; sleep 30")
-	before := c.executorPod(t)
-	began := time.Now()
-	if err := c.cs.CoreV1().Pods(c.namespace).Delete(ctx, before.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case o := <-ran:
-		if o.err != nil || o.res.ExitCode != nil || o.res.Stdout.Text != "started\n" ||
-			!strings.Contains(o.res.Interrupted, "pod "+c.namespace+"/"+before.Name) || !strings.Contains(o.res.Interrupted, "deleted") {
-			t.Errorf("the run whose pod was deleted: %+v, %v; want it interrupted, saying the pod was deleted, with its output so far", o.res, o.err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the run whose pod was deleted was still waiting 20s after the deletion")
-	}
-	t.Logf("interrupted %s after the deletion", time.Since(began))
-	res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again"}, nil)
-	if err != nil || res.Stdout.Text != "again\n" {
-		t.Errorf("the call after the pod's deletion: %+v, %v; want it to run", res, err)
-	}
-	if after := c.executorPod(t); after.UID == before.UID {
-		t.Errorf("the call after the pod's deletion ran in %s, the deleted pod; want a new one", after.Name)
+	for _, how := range []string{"deleted", "evicted"} {
+		t.Run(how, func(t *testing.T) {
+			c := cluster(t)
+			ctx := t.Context()
+			x := kubernetes.New()
+			defer x.Close(ctx)
+			if err := x.Configure(ctx, []byte(c.settings(t, map[string]any{"image": c.image}))); err != nil {
+				t.Fatal(err)
+			}
+			ran := runInBackground(t, x, "echo started; sleep 30")
+			before := c.executorPod(t)
+			began := time.Now()
+			want := "deleted"
+			if how == "deleted" {
+				if err := c.cs.CoreV1().Pods(c.namespace).Delete(ctx, before.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				want = "EvictionByEvictionAPI"
+				if err := c.cs.CoreV1().Pods(c.namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: before.Name}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case o := <-ran:
+				if o.err != nil || o.res.ExitCode != nil || o.res.Stdout.Text != "started\n" ||
+					!strings.Contains(o.res.Interrupted, "pod "+c.namespace+"/"+before.Name) || !strings.Contains(o.res.Interrupted, want) {
+					t.Errorf("the run whose pod was %s: %+v, %v; want it interrupted, saying %q, with its output so far", how, o.res, o.err, want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the run whose pod was %s was still waiting 20s after", how)
+			}
+			t.Logf("interrupted %s after the pod was %s", time.Since(began), how)
+			res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again"}, nil)
+			if err != nil || res.Stdout.Text != "again\n" {
+				t.Errorf("the call after the pod was %s: %+v, %v; want it to run", how, res, err)
+			}
+			if after := c.executorPod(t); after.UID == before.UID {
+				t.Errorf("the call after the pod was %s ran in %s, the old pod; want a new one", how, after.Name)
+			}
+		})
 	}
 }
 
