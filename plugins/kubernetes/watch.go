@@ -46,10 +46,18 @@ const rewatchDelay = time.Second
 // it is deleted, being deleted, or ended; it then returns.
 func (p *pod) watchWhile(ctx context.Context, lost func(error)) {
 	pods := p.c.cs.CoreV1().Pods(p.c.namespace)
+	said := false
 	for ctx.Err() == nil {
 		// From no version: the first event is the pod as it is now, so a
 		// deletion between two watches is seen.
 		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.name).String()})
+		if err != nil && !said && ctx.Err() == nil {
+			// Said once: it is retried while the session lasts (the API
+			// server may be restarting), and a refusal (RBAC without
+			// watch) stays.
+			said = true
+			logf("%s: watching the pod, to see it deleted or evicted under a session: %v\n", p, refusal(err))
+		}
 		if err == nil {
 			why := p.untilGone(ctx, w)
 			w.Stop()
