@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -103,8 +104,8 @@ func TestAPodDeletedUnderARunInterruptsIt(t *testing.T) {
 }
 
 // Settings the created pod no longer fits (another pull policy) end its
-// session, and the next call deletes it and runs in a new pod; settings
-// of the agent alone keep it.
+// session and delete it, before the next call, which runs in a new pod;
+// settings of the agent alone keep it.
 func TestNewSettingsReplaceTheCreatedPod(t *testing.T) {
 	c := cluster(t)
 	ctx := t.Context()
@@ -123,6 +124,12 @@ func TestNewSettingsReplaceTheCreatedPod(t *testing.T) {
 	first := run(map[string]any{"image": c.image})
 	if again := run(map[string]any{"image": c.image, "defaultTimeoutMs": 5000}); again.UID != first.UID {
 		t.Errorf("the agent's settings changed, and the commands ran in a new pod %s; want the same, %s", again.Name, first.Name)
+	}
+	if err := x.Configure(ctx, []byte(c.settings(t, map[string]any{"image": c.image, "imagePullPolicy": "Never"}))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cs.CoreV1().Pods(c.namespace).Get(ctx, first.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod the new settings no longer fit, once they are configured: %v; want it gone", err)
 	}
 	second := run(map[string]any{"image": c.image, "imagePullPolicy": "Never"})
 	if second.UID == first.UID {

@@ -35,9 +35,11 @@ type Target interface {
 
 // TargetCloser is a Target that keeps what it made across sessions (a pod
 // the next session reconnects to, after a dropped stream): its sessions'
-// Cleanup only ends their stream, and Executor.Close calls Close, once the
-// last session is closed, to remove what it kept. A session's end never
-// removes it.
+// Cleanup only ends their stream, and Close removes what it kept, once the
+// last session is closed. Executor.Close calls it, and so does a Configure
+// that changes the target's part of the settings (what was kept was made
+// for the settings before; the target is opened again after that one). A
+// session's end never removes it.
 type TargetCloser interface {
 	Target
 	Close(ctx context.Context) error
@@ -130,6 +132,10 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 	}
 	e.mu.Lock()
 	same := string(target) == string(e.target)
+	if tc, ok := e.cfg.Target.(TargetCloser); ok && !same && !e.closed {
+		defer e.mu.Unlock()
+		return e.retarget(ctx, tc, target, agent)
+	}
 	e.target, e.agent = target, agent
 	s := e.sess
 	e.ended = nil // the explicit way to reconnect
@@ -149,6 +155,24 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 		return e.closeSession(ctx, s)
 	}
 	return where(s, s.client.Configure(ctx, agentSettings(agent)))
+}
+
+// retarget takes a new target's part of the settings for a target that
+// keeps what it made: the session ends, and what the target kept (made
+// for the settings before) is removed, with e.mu held, so that no call
+// opens a session under the new settings first.
+func (e *Executor) retarget(ctx context.Context, tc TargetCloser, target, agent []byte) error {
+	e.target, e.agent = target, agent
+	e.ended = nil
+	var errs []error
+	if s := e.sess; s != nil {
+		e.sess = nil
+		errs = append(errs, endSession(ctx, s))
+	}
+	e.cleanups.Wait()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	return errors.Join(append(errs, tc.Close(ctx))...)
 }
 
 // agentSettings are the agent's part as its executor takes them: {} for

@@ -261,11 +261,12 @@ func (k *keepingTarget) Close(ctx context.Context) error {
 	return nil
 }
 
-// A target that keeps what it made across sessions is closed once, at the
-// executor's Close, after its last session is cleaned up, and never when
-// a session ends: a session that broke is reopened, and the target's
-// Close has not run. A run the broken session interrupted says why the
-// target says it was lost.
+// A target that keeps what it made across sessions is closed when its
+// settings change and at the executor's Close (once, if Close comes
+// twice), each time after its sessions are cleaned up, and never when a
+// session ends or only the agent's settings change: a session that broke
+// is reopened, and the target's Close has not run. A run the broken
+// session interrupted says why the target says it was lost.
 func TestATargetThatKeepsWhatItMadeIsClosedOnceAtClose(t *testing.T) {
 	kt := &keepingTarget{}
 	x := remoteexec.New(remoteexec.Config{
@@ -297,14 +298,26 @@ func TestATargetThatKeepsWhatItMadeIsClosedOnceAtClose(t *testing.T) {
 	if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil || kt.opened != 2 {
 		t.Fatalf("the call after the session broke: %v, %d sessions; want a new one", err, kt.opened)
 	}
+	if err := x.Configure(ctx, []byte(`{"defaultTimeoutMs": 4321}`)); err != nil {
+		t.Fatal(err)
+	}
 	if kt.closed.Load() != 0 {
-		t.Errorf("the target was closed %d times before the executor's Close; want never", kt.closed.Load())
+		t.Errorf("the target was closed %d times before the executor's Close, its settings unchanged; want never", kt.closed.Load())
+	}
+	if err := x.Configure(ctx, []byte(`{"where": "elsewhere"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if kt.closed.Load() != 1 || kt.cleanedAtClose.Load() != 2 {
+		t.Errorf("after the target's settings changed: the target closed %d times, with %d sessions cleaned up before; want once, after both", kt.closed.Load(), kt.cleanedAtClose.Load())
+	}
+	if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil || kt.opened != 3 {
+		t.Fatalf("the call after the target's settings changed: %v, %d sessions; want a new one", err, kt.opened)
 	}
 	if err := x.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	_ = x.Close(context.Background())
-	if kt.closed.Load() != 1 || kt.cleanedAtClose.Load() != 2 {
-		t.Errorf("after Close twice: the target closed %d times, with %d sessions cleaned up before; want once, after both", kt.closed.Load(), kt.cleanedAtClose.Load())
+	if kt.closed.Load() != 2 || kt.cleanedAtClose.Load() != 3 {
+		t.Errorf("after Close twice: the target closed %d times in all, with %d sessions cleaned up before the last; want twice, after all three", kt.closed.Load(), kt.cleanedAtClose.Load())
 	}
 }
