@@ -71,9 +71,12 @@ func (p *pod) output(ctx context.Context, script string, stdin io.Reader) (strin
 }
 
 // startAgent brings the agent in, for the pod's architecture (unless a
-// copy with its SHA-256 is there already), checks its SHA-256 there, and
-// runs it over one exec whose stdio is the session's stream, with env.
-func (p *pod) startAgent(ctx context.Context, agentPath string, env []string) (*remoteexec.Session, error) {
+// copy with its SHA-256 is there already: in a pod attached to, or one
+// reused, after an earlier session), checks its SHA-256 there, and runs it
+// over one exec whose stdio is the session's stream, with env. The pod is
+// watched while the session lasts: when it is deleted or ends, the stream
+// is cut, and the session's Lost says why.
+func (p *pod) startAgent(ctx context.Context, agentPath string, env []string, reused bool) (*remoteexec.Session, error) {
 	where := p.String()
 	arch, err := p.output(ctx, "uname -m", nil)
 	if err != nil {
@@ -96,7 +99,7 @@ func (p *pod) startAgent(ctx context.Context, agentPath string, env []string) (*
 		dir = attachedAgentDir
 	}
 	remote := dir + "/" + sum[:16] + "/dsh-agent"
-	if err := p.upload(ctx, local, remote, sum); err != nil {
+	if err := p.upload(ctx, local, remote, sum, reused); err != nil {
 		return nil, err
 	}
 	command := []string{remote, "--stdio"}
@@ -110,6 +113,13 @@ func (p *pod) startAgent(ctx context.Context, agentPath string, env []string) (*
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	streamCtx, cancel := context.WithCancel(context.Background())
+	var lost lostReason
+	cut := func(why error) {
+		lost.set(why)
+		cancel()
+		outW.CloseWithError(why)
+		inR.CloseWithError(why)
+	}
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -122,14 +132,28 @@ func (p *pod) startAgent(ctx context.Context, agentPath string, env []string) (*
 		if err == nil {
 			err = io.EOF
 		}
+		if streamCtx.Err() == nil {
+			// The stream ended before the watch said why: the pod may have
+			// gone under it (its container killed first).
+			if why := p.goneNow(); why != nil {
+				lost.set(why)
+				err = why
+			}
+		}
 		outW.CloseWithError(err)
 		inR.CloseWithError(err)
 	}()
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		p.watchWhile(streamCtx, cut)
+	}()
 	return &remoteexec.Session{
 		Stream: pluginapi.Pipes(outR, inW),
+		// The stream is closed: the agent, its stdin ended, kills what it
+		// ran and exits, which ends the exec. The pod stays (the target
+		// keeps it, or it was attached to).
 		Cleanup: func(ctx context.Context) error {
-			// The stream is closed: the agent, its stdin ended, kills
-			// what it ran and exits, which ends the exec.
 			_ = inW.Close()
 			select {
 			case <-ended:
@@ -137,19 +161,21 @@ func (p *pod) startAgent(ctx context.Context, agentPath string, env []string) (*
 			case <-time.After(5 * time.Second):
 			}
 			cancel()
-			return p.delete(ctx)
+			<-watching
+			return nil
 		},
 		Where: where,
+		Lost:  lost.get,
 	}, nil
 }
 
 // upload puts the agent at remote in the pod, unless a file with its
-// SHA-256 is there already (an attached pod's), and checks what is there
-// afterwards.
-func (p *pod) upload(ctx context.Context, local, remote, sum string) error {
+// SHA-256 is there already (an attached pod's, or a reused one's), and
+// checks what is there afterwards.
+func (p *pod) upload(ctx context.Context, local, remote, sum string, reused bool) error {
 	where := p.String()
 	check := agentbin.HashCommand(remote)
-	if !p.created {
+	if !p.created || reused {
 		if out, err := p.output(ctx, check, nil); err == nil && strings.HasPrefix(out, sum) {
 			return nil
 		}

@@ -11,13 +11,19 @@
 //
 // The pod's own process only keeps it alive, and ends at the first
 // SIGTERM: a pod outlives its streams (an API server restart drops them),
-// and goes when it is deleted.
+// and goes when it is deleted. The executor keeps the pod it created
+// across sessions: after a dropped stream the next call starts a new
+// agent in the same pod, while it runs (a pod deleted or evicted is
+// replaced by a new one). A Lease of this plugin process (lease.go)
+// says it is alive to other machines' sweeps (sweep.go).
 package kubernetes
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -91,7 +97,7 @@ func New() *remoteexec.Executor {
 			// The commands run in a pod: nothing of this machine's.
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
 		},
-		Target: target{},
+		Target: &target{},
 		Split: func(raw []byte) ([]byte, []byte, error) {
 			t, a, err := remoteexec.SplitSettings(raw, ownKeys...)
 			if err == nil && t != nil {
@@ -101,15 +107,31 @@ func New() *remoteexec.Executor {
 			return t, a, err
 		},
 		// A session that ended (its stream dropped) is replaced at the next
-		// call: in the attached pod, or in a new pod (the old one is
-		// deleted with its session).
+		// call: in the same pod while it runs (the attached one, or the
+		// one created, which the target keeps), else in a new pod.
 		Reopen: true,
 	})
 }
 
-type target struct{}
+// target opens sessions. It keeps the pod it created across them, and
+// deletes it at Close, when the settings change, or when it no longer
+// runs (a new one is created then). It never deletes a pod it attached
+// to.
+type target struct {
+	mu sync.Mutex
+	// kept is the pod created, nil when there is none; keptFor is the
+	// target's part of the settings it was created for.
+	kept    *pod
+	keptFor string
+	// swept are the namespaces (of clusters) a sweep ran in; leases
+	// release this process's Leases the target holds.
+	swept  map[string]bool
+	leases map[string]func(context.Context) error
+}
 
-func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Session, error) {
+var _ remoteexec.TargetCloser = (*target)(nil)
+
+func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Session, error) {
 	var s Settings
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -130,21 +152,107 @@ func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Sess
 	if err != nil {
 		return nil, err
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var p *pod
+	fresh := false
 	if s.Pod != "" {
+		// The created pod, if any, no longer fits the settings.
+		if err := t.dropKept(ctx); err != nil {
+			return nil, err
+		}
 		p, err = c.attach(ctx, s.Pod, s.Container)
 	} else {
-		p, err = c.create(ctx, s)
+		p, fresh, err = t.podFor(ctx, c, s, string(raw))
 	}
 	if err != nil {
-		return nil, err
+		return nil, refusal(err)
 	}
-	sess, err := p.startAgent(ctx, s.Agent, remoteexec.ForwardedEnv(s.ForwardEnv, scrub))
+	sess, err := p.startAgent(ctx, s.Agent, remoteexec.ForwardedEnv(s.ForwardEnv, scrub), !fresh)
 	if err != nil {
-		if p.created {
-			_ = p.delete(context.WithoutCancel(ctx))
+		if fresh {
+			_ = t.dropKept(context.WithoutCancel(ctx))
 		}
-		return nil, err
+		return nil, refusal(err)
 	}
 	return sess, nil
+}
+
+// podFor is the pod the next session of settings s (raw) runs in: the
+// kept one while it was created for them and still runs, else a new one
+// (fresh). An error reading the kept pod (the API server is away) fails
+// the call, and keeps the pod for the next.
+func (t *target) podFor(ctx context.Context, c *cluster, s Settings, raw string) (p *pod, fresh bool, err error) {
+	if t.kept != nil && t.keptFor == raw {
+		why, err := t.kept.gone(ctx)
+		if err != nil {
+			return nil, false, fmt.Errorf("kubernetes: reading %s, to reconnect to it: %w", t.kept, err)
+		}
+		if why == nil {
+			return t.kept, false, nil
+		}
+		logf("%v: a new pod is created\n", why)
+	}
+	if err := t.dropKept(ctx); err != nil {
+		return nil, false, err
+	}
+	if err := t.prepare(ctx, c); err != nil {
+		return nil, false, err
+	}
+	if p, err = c.create(ctx, s); err != nil {
+		return nil, false, err
+	}
+	t.kept, t.keptFor = p, raw
+	return p, true, nil
+}
+
+// prepare readies c's namespace for this target's first pod there: the
+// sweep of dead plugins' pods (once per namespace), and this process's
+// Lease, which must be there before its pods are.
+func (t *target) prepare(ctx context.Context, c *cluster) error {
+	key := c.key()
+	if !t.swept[key] {
+		if t.swept == nil {
+			t.swept = map[string]bool{}
+		}
+		t.swept[key] = true
+		c.sweep(ctx)
+	}
+	if _, ok := t.leases[key]; ok {
+		return nil
+	}
+	release, err := c.holdLease(ctx)
+	if err != nil {
+		return err
+	}
+	if t.leases == nil {
+		t.leases = map[string]func(context.Context) error{}
+	}
+	t.leases[key] = release
+	return nil
+}
+
+// dropKept deletes the kept pod, if any, and waits until it is gone.
+func (t *target) dropKept(ctx context.Context) error {
+	if t.kept == nil {
+		return nil
+	}
+	if err := t.kept.delete(ctx); err != nil {
+		return err
+	}
+	t.kept, t.keptFor = nil, ""
+	return nil
+}
+
+// Close deletes the pod created, then releases this process's Leases
+// (the last release deletes one).
+func (t *target) Close(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	errs := []error{t.dropKept(ctx)}
+	for _, release := range t.leases {
+		errs = append(errs, release(ctx))
+	}
+	t.leases = nil
+	return errors.Join(errs...)
 }

@@ -23,8 +23,9 @@ import (
 	"github.com/dsh-host/dsh-host/plugins/kubernetes"
 )
 
-// agent is dsh-agent, built static by TestMain.
-var agent string
+// agent is dsh-agent, built static by TestMain; plugin is
+// dsh-executor-kubernetes, built by TestMain too.
+var agent, plugin string
 
 func TestMain(m *testing.M) {
 	dir, err := pluginapitest.BuildDir("dsh-kubernetes-test")
@@ -38,6 +39,14 @@ func TestMain(m *testing.M) {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building dsh-agent:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	plugin = filepath.Join(dir, "dsh-executor-kubernetes")
+	cmd = exec.Command("go", "build", "-o", plugin, "github.com/dsh-host/dsh-host/plugins/kubernetes/cmd/dsh-executor-kubernetes")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building dsh-executor-kubernetes:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -93,9 +102,11 @@ func (c *testCluster) settings(t *testing.T, extra map[string]any) string {
 	return string(b)
 }
 
-// requireNoPods fails when a pod is still in the test's namespace once
-// the test's executors are closed (Close waits until the pod it created
-// is gone) and the pods the test made itself are deleted.
+// requireNoPods fails when a pod, a Lease or a NetworkPolicy is still in
+// the test's namespace once the test's executors are closed (Close waits
+// until the pod it created is gone, and deletes its Lease when it is the
+// process's last executor there) and what the test made itself is
+// deleted. What it finds is deleted, so that the next test starts clean.
 func (c *testCluster) requireNoPods(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -108,6 +119,24 @@ func (c *testCluster) requireNoPods(t *testing.T) {
 	for _, p := range list.Items {
 		t.Errorf("pod %s (%s) is still on the cluster after its executor closed", p.Name, p.Status.Phase)
 		_ = c.cs.CoreV1().Pods(c.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+	}
+	leases, err := c.cs.CoordinationV1().Leases(c.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("listing the Leases left: %v", err)
+		return
+	}
+	for _, l := range leases.Items {
+		t.Errorf("Lease %s is still on the cluster after its executor closed", l.Name)
+		_ = c.cs.CoordinationV1().Leases(c.namespace).Delete(ctx, l.Name, metav1.DeleteOptions{})
+	}
+	policies, err := c.cs.NetworkingV1().NetworkPolicies(c.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("listing the NetworkPolicies left: %v", err)
+		return
+	}
+	for _, np := range policies.Items {
+		t.Errorf("NetworkPolicy %s is still on the cluster after its executor closed", np.Name)
+		_ = c.cs.NetworkingV1().NetworkPolicies(c.namespace).Delete(ctx, np.Name, metav1.DeleteOptions{})
 	}
 }
 
@@ -193,8 +222,8 @@ func (c *testCluster) runPod(t *testing.T, workspace string) string {
 }
 
 // A pod the executor creates runs the commands, carries this plugin's
-// labels, and is gone once the executor is closed; a second session's
-// commands find the agent again.
+// labels, and is gone once the executor is closed; this plugin's Lease is
+// there while it runs, and goes at Close too.
 func TestACreatedPodRunsTheCommandsAndGoesAtClose(t *testing.T) {
 	c := cluster(t)
 	ctx := t.Context()
@@ -213,11 +242,19 @@ func TestACreatedPodRunsTheCommandsAndGoesAtClose(t *testing.T) {
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("the pods of this plugin while its executor runs: %v, %v; want one", list, err)
 	}
+	lease, err := c.cs.CoordinationV1().Leases(c.namespace).Get(ctx, kubernetes.LeaseName(), metav1.GetOptions{})
+	if err != nil || lease.Labels["dsh-host.dev/plugin"] != kubernetes.PluginLabel() || lease.Spec.RenewTime == nil ||
+		time.Since(lease.Spec.RenewTime.Time) > time.Minute || !lease.CreationTimestamp.Time.Before(list.Items[0].CreationTimestamp.Time.Add(time.Second)) {
+		t.Errorf("this plugin's Lease while its executor runs: %+v, %v; want it labelled, renewed, and made before the pod", lease, err)
+	}
 	if err := x.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	if _, err := c.cs.CoreV1().Pods(c.namespace).Get(ctx, list.Items[0].Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the executor's pod after Close: %v; want it gone", err)
+	}
+	if _, err := c.cs.CoordinationV1().Leases(c.namespace).Get(ctx, kubernetes.LeaseName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("this plugin's Lease after Close: %v; want it gone", err)
 	}
 }
 

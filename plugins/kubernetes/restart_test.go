@@ -13,10 +13,10 @@ import (
 
 // An API server restart under a run drops the agent's exec stream: the run
 // settles as interrupted, with its output so far, never as a success; the
-// agent, its stdin closed, kills what it ran; and the next call works.
-// (It runs in a new pod for now: reconnecting to the same pod is the
-// issue's next step.) The run's sleep is looked for in this machine's
-// /proc: the cluster's only node is this machine.
+// agent, its stdin closed, kills what it ran; and the next call
+// reconnects to the same pod (its name and UID), where a file an earlier
+// command left in /tmp is still there. The run's sleep is looked for in
+// this machine's /proc: the cluster's only node is this machine.
 func TestAnAPIServerRestartInterruptsTheRun(t *testing.T) {
 	c := cluster(t)
 	restart := os.Getenv("DSH_TEST_K8S_RESTART")
@@ -29,6 +29,10 @@ func TestAnAPIServerRestartInterruptsTheRun(t *testing.T) {
 	if err := x.Configure(ctx, []byte(c.settings(t, map[string]any{"image": c.image}))); err != nil {
 		t.Fatal(err)
 	}
+	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo kept > /tmp/dsh-restart-mark"}, nil); err != nil || res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Fatalf("leaving a file in /tmp: %+v, %v", res, err)
+	}
+	before := c.executorPod(t)
 	type outcome struct {
 		res pluginapi.RunResult
 		err error
@@ -71,7 +75,10 @@ func TestAnAPIServerRestartInterruptsTheRun(t *testing.T) {
 			t.Fatalf("the run's sleep outlived its dropped stream by 10s: pids %s", out)
 		}
 	}
-	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo again"}, nil); err != nil || res.Stdout.Text != "again\n" {
-		t.Errorf("the call after the restart: %q, %v; want it to run", res.Stdout.Text, err)
+	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "cat /tmp/dsh-restart-mark"}, nil); err != nil || res.Stdout.Text != "kept\n" {
+		t.Errorf("the call after the restart: %q, %v; want it to run where the file left before is", res.Stdout.Text, err)
+	}
+	if after := c.executorPod(t); after.Name != before.Name || after.UID != before.UID {
+		t.Errorf("the pod after the restart: %s (%s); want the same as before, %s (%s)", after.Name, after.UID, before.Name, before.UID)
 	}
 }
