@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -63,9 +64,30 @@ type Settings struct {
 	// ForwardEnv names variables of this plugin's environment the agent
 	// gets; credential-like ones are scrubbed here first.
 	ForwardEnv []string `json:"forwardEnv,omitempty"`
+	// Selector attaches to the running pod this label selector matches
+	// (the oldest, then by name, when several do), instead of creating
+	// one; it is never deleted by the executor. Not with Pod.
+	Selector string `json:"selector,omitempty"`
+	// SandboxPolicy is the settings file's sandbox section: each mode a
+	// command asks for is the shape of a pod of its own (podspec.go).
+	SandboxPolicy pluginapi.SandboxPolicy `json:"sandboxPolicy,omitzero"`
+	// User the created pods run as, "UID" or "UID:GID" (runAsUser,
+	// runAsGroup, and runAsNonRoot unless UID is 0); empty: the image's.
+	User string `json:"user,omitempty"`
+	// ServiceAccountToken mounts the pod's service-account token; off,
+	// the default, the commands get no credentials of the cluster's.
+	ServiceAccountToken bool `json:"serviceAccountToken,omitempty"`
+	// PodTemplate is the part of the created pods' spec the settings
+	// give: resources, nodeSelector, tolerations, serviceAccountName,
+	// runtimeClassName, imagePullSecrets.
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
+	// Workspace is the created pods' workspace volume, and the commands'
+	// default workdir.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
-var ownKeys = []string{"kubeconfig", "context", "namespace", "image", "imagePullPolicy", "pod", "container", "agent", "startTimeoutMs", "forwardEnv"}
+var ownKeys = []string{"kubeconfig", "context", "namespace", "image", "imagePullPolicy", "pod", "container", "agent", "startTimeoutMs", "forwardEnv",
+	"selector", pluginapi.SandboxPolicySetting, "user", "serviceAccountToken", "podTemplate", "workspace"}
 
 const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig file (default: KUBECONFIG, then ~/.kube/config, else the in-cluster config)"},
     "context": {"type": "string", "description": "the kubeconfig's context (default: its current context)"},
@@ -76,40 +98,40 @@ const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig f
     "container": {"type": "string", "description": "the attached pod's container (default: its default container, else its first)"},
     "agent": {"type": "string", "description": "the dsh-agent binary to bring in (default: bin/agent/linux-ARCH/dsh-agent)"},
     "startTimeoutMs": {"type": "integer", "minimum": 1000, "default": 120000, "description": "how long a created pod may take to run"},
-    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the agent gets (credentials scrubbed)"}`
+    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the agent gets (credentials scrubbed)"},
+    "selector": {"type": "string", "minLength": 1, "description": "attach to the running pod this label selector matches (the oldest, then by name, when several do) instead of creating one (never deleted); not with pod"},
+    "user": {"type": "string", "pattern": "^[0-9]+(:[0-9]+)?$", "description": "UID or UID:GID the created pods run as (runAsUser, runAsGroup; runAsNonRoot unless UID is 0); default: the image's user"},
+    "serviceAccountToken": {"type": "boolean", "default": false, "description": "mount the pod's service-account token (off: the commands get no credentials of the cluster's)"},
+    "podTemplate": ` + podTemplateSchema + `,
+    "workspace": ` + workspaceSchema + `,
+    "` + pluginapi.SandboxPolicySetting + `": ` + PolicySchema
 
 // SettingsSchema is the JSON Schema of the Kubernetes executor's settings.
 var SettingsSchema = remoteexec.SettingsSchema("shell (kubernetes)", ownSchema)
 
 // New returns the Kubernetes executor.
-func New() *remoteexec.Executor {
-	return remoteexec.New(remoteexec.Config{
-		Description: pluginapi.Description{
+func New() *Executor {
+	return &Executor{
+		desc: pluginapi.Description{
 			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
 			Services: []string{pluginapi.ServiceShell},
 			// The commands run in a pod: nothing of this machine's.
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
 		},
-		Target: target{},
-		Split: func(raw []byte) ([]byte, []byte, error) {
-			t, a, err := remoteexec.SplitSettings(raw, ownKeys...)
-			if err == nil && t != nil {
-				var s Settings
-				err = remoteexec.DecodeStrict(t, &s)
-			}
-			return t, a, err
-		},
-		// A session that ended (its stream dropped) is replaced at the next
-		// call: in the attached pod, or in a new pod (the old one is
-		// deleted with its session).
-		Reopen: true,
-	})
+		byMode: map[pluginapi.SandboxMode]*modeExecutor{},
+	}
 }
 
-type target struct{}
+// target opens sessions: one pod each, of one sandbox mode (none for an
+// attached pod).
+type target struct {
+	mode pluginapi.SandboxMode
+	// facts are what the last pod opened enforces.
+	facts atomic.Pointer[pluginapi.SandboxFacts]
+}
 
-func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Session, error) {
+func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Session, error) {
 	var s Settings
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -117,9 +139,9 @@ func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Sess
 		}
 	}
 	switch {
-	case s.Pod == "" && s.Image == "":
-		return nil, fmt.Errorf("%w: image: the kubernetes executor needs an image to run a pod of (shell.image), or a pod to attach to (shell.pod)", pluginapi.ErrInvalidSettings)
-	case s.Pod != "" && s.Image != "":
+	case !s.attaching() && s.Image == "":
+		return nil, fmt.Errorf("%w: image: the kubernetes executor needs an image to run a pod of (shell.image), or a pod to attach to (shell.pod, shell.selector)", pluginapi.ErrInvalidSettings)
+	case s.attaching() && s.Image != "":
 		return nil, fmt.Errorf("%w: image and pod: set one, an image to run a pod of, or a pod to attach to", pluginapi.ErrInvalidSettings)
 	}
 	var scrub localexec.Settings
@@ -131,10 +153,16 @@ func (target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Sess
 		return nil, err
 	}
 	var p *pod
-	if s.Pod != "" {
+	switch {
+	case s.Pod != "":
 		p, err = c.attach(ctx, s.Pod, s.Container)
-	} else {
-		p, err = c.create(ctx, s)
+	case s.Selector != "":
+		p, err = c.attachSelected(ctx, s.Selector, s.Container)
+	default:
+		sh := podShape(s, t.mode)
+		if p, err = c.create(ctx, s, sh); err == nil {
+			t.facts.Store(&sh.facts)
+		}
 	}
 	if err != nil {
 		return nil, err
