@@ -207,7 +207,14 @@ func TestEachModeIsAPodsShape(t *testing.T) {
 	if err := x.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	// The cleanups check that no pod and no NetworkPolicy is left.
+	// No policy outlives Close: Close deletes them, and so does the
+	// garbage collector once their pods are gone (this test cannot tell
+	// which came first; TestARuntimeClassThatDoesNotExistFails sees a
+	// policy no pod owns go).
+	if left, err := c.cs.NetworkingV1().NetworkPolicies(c.namespace).List(ctx, metav1.ListOptions{}); err != nil || len(left.Items) != 0 {
+		t.Errorf("NetworkPolicies right after Close: %v, %v; want none", left, err)
+	}
+	// The cleanups check that no pod is left either.
 }
 
 // shell.user runs the pods as that user, non-root.
