@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dsh-host/dsh-host/internal/hostid"
 	"github.com/dsh-host/dsh-host/pluginapi"
@@ -97,6 +98,26 @@ func (s Settings) check() error {
 			return fmt.Errorf("%w: workspace.sizeLimitMiB bounds an emptyDir, not the claim %q", pluginapi.ErrInvalidSettings, w.ClaimName)
 		case w.SizeLimitMiB < 0:
 			return fmt.Errorf("%w: workspace.sizeLimitMiB %d is negative", pluginapi.ErrInvalidSettings, w.SizeLimitMiB)
+		}
+	}
+	if t := s.PodTemplate; t != nil {
+		for _, tol := range t.Tolerations {
+			if !slices.Contains([]corev1.TolerationOperator{"", corev1.TolerationOpExists, corev1.TolerationOpEqual}, tol.Operator) {
+				return fmt.Errorf("%w: podTemplate.tolerations: operator %q: Exists or Equal", pluginapi.ErrInvalidSettings, tol.Operator)
+			}
+			if !slices.Contains([]corev1.TaintEffect{"", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}, tol.Effect) {
+				return fmt.Errorf("%w: podTemplate.tolerations: effect %q: NoSchedule, PreferNoSchedule or NoExecute", pluginapi.ErrInvalidSettings, tol.Effect)
+			}
+		}
+		for _, ref := range t.ImagePullSecrets {
+			if ref.Name == "" {
+				return fmt.Errorf("%w: podTemplate.imagePullSecrets: an entry without a name", pluginapi.ErrInvalidSettings)
+			}
+		}
+	}
+	if s.Selector != "" {
+		if _, err := labels.Parse(s.Selector); err != nil {
+			return fmt.Errorf("%w: selector %q: %v", pluginapi.ErrInvalidSettings, s.Selector, err)
 		}
 	}
 	if s.Pod != "" && s.Selector != "" {
