@@ -12,6 +12,29 @@
 // The pod's own process only keeps it alive, and ends at the first
 // SIGTERM: a pod outlives its streams (an API server restart drops them),
 // and goes when it is deleted.
+//
+// The sandbox section (sandboxPolicy) maps onto the pods it creates, as
+// the container executor's maps onto containers: each mode a command asks
+// for is a pod's shape, so each mode gets a pod of its own, created at the
+// first command in that mode (modes.go, podspec.go). Every such pod drops
+// all capabilities, forbids privilege escalation, runs under the runtime's
+// default seccomp profile, mounts no service-account token unless
+// serviceAccountToken asks, and runs as shell.user when set (runAsNonRoot
+// unless it is root). read-only and workspace-write have a read-only root
+// (/tmp is an emptyDir of limits.tmpMiB, the agent's /.dsh another);
+// read-only mounts the workspace read-only. A mode without network gets a
+// NetworkPolicy denying all ingress and egress, created before its pod,
+// selecting that pod alone, owned by it and deleted with it: it is
+// enforced only where the cluster's CNI enforces NetworkPolicy, and the
+// results' facts say the executor does not enforce it. limits.memoryMiB is
+// the container's memory limit; limits.processes cannot be applied (the
+// pids limit is the kubelet's), as the facts say; writableRoots (this
+// machine's directories) are refused. podTemplate gives the pods'
+// resources, nodeSelector, tolerations, serviceAccountName,
+// runtimeClassName and imagePullSecrets; workspace a PersistentVolumeClaim
+// or an emptyDir the commands start in. A pod attached to, by name (pod)
+// or label selector (selector: the oldest running match), keeps its own
+// shape: the executor does not sandbox it, and never deletes it.
 package kubernetes
 
 import (
