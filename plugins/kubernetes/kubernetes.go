@@ -134,24 +134,28 @@ var SettingsSchema = remoteexec.SettingsSchema("shell (kubernetes)", ownSchema)
 
 // New returns the Kubernetes executor.
 func New() *Executor {
-	return &Executor{
-		desc: pluginapi.Description{
+	return remoteexec.NewModes(remoteexec.ModesConfig{
+		Description: pluginapi.Description{
 			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
 			Services: []string{pluginapi.ServiceShell},
 			// The commands run in a pod: nothing of this machine's.
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
 		},
-		byMode: map[pluginapi.SandboxMode]*modeExecutor{},
-	}
+		Split: split, Modes: sandboxModes, Describe: describe,
+		NewTarget: func(mode pluginapi.SandboxMode, _ string) remoteexec.ModeTarget { return &target{mode: mode} },
+		Executor:  "the kubernetes executor", Unit: "pod", IDPrefix: "k",
+	})
 }
 
 // target opens sessions: one pod each, of one sandbox mode (none for an
 // attached pod).
 type target struct {
 	mode pluginapi.SandboxMode
-	// facts are what the last pod opened enforces.
-	facts atomic.Pointer[pluginapi.SandboxFacts]
+	// facts are what the last pod opened enforces; offline, that its
+	// mode denies the network.
+	facts   atomic.Pointer[pluginapi.SandboxFacts]
+	offline atomic.Bool
 }
 
 func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.Session, error) {
@@ -185,6 +189,7 @@ func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.S
 		sh := podShape(s, t.mode)
 		if p, err = c.create(ctx, s, sh); err == nil {
 			t.facts.Store(&sh.facts)
+			t.offline.Store(sh.denyNetwork)
 		}
 	}
 	if err != nil {
