@@ -9,6 +9,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dsh-host/dsh-host/internal/hostid"
 )
 
 // labelMode is the sandbox mode a created pod has the shape of;
@@ -32,8 +34,14 @@ func shapeID() string {
 func (c *cluster) denyAll(ctx context.Context, id string) (string, error) {
 	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   "dsh-deny-" + id,
-			Labels: map[string]string{labelExecutor: Name, labelPlugin: PluginLabel(), labelShape: id},
+			Name: "dsh-deny-" + id,
+			// The pod's labels and annotation of its plugin: a policy
+			// whose plugin died before it had a pod to own it is swept
+			// as such a pod is.
+			Labels: map[string]string{
+				labelExecutor: Name, labelMachine: labelValue(hostid.MachineID()), labelPlugin: PluginLabel(), labelShape: id,
+			},
+			Annotations: map[string]string{annotationPlugin: hostid.Self()},
 		},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{labelShape: id}},
