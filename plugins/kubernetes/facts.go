@@ -10,6 +10,10 @@ import (
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
+// terminationLog is the kubelet's termination-message file in every
+// container (corev1.TerminationMessagePathDefault).
+const terminationLog = corev1.TerminationMessagePathDefault
+
 // notEnforced begins each line of a result's Enforced facts that names a
 // protection the executor asked the cluster for but does not itself
 // enforce, nor check: the contract's facts have no list of their own for
@@ -55,7 +59,12 @@ func shapeFacts(s Settings, mode pluginapi.SandboxMode, sh shape, tmpMiB int64, 
 			f.Enforced = append(f.Enforced, "workspace "+sh.workspaceDir+" ("+what+"): mounted read-write")
 		}
 	}
-	f.WritableRoots = append(f.WritableRoots, "/tmp", agentDir)
+	// Beside the volumes, a command writes what every pod's container
+	// gets from its runtime and kubelet: /dev/shm (the pod's), /dev/mqueue
+	// (POSIX message queues, bounded per user by the kernel), /dev (the
+	// runtime's tmpfs, writable by root) and the kubelet's
+	// termination-message file (on the node's disk).
+	f.WritableRoots = append(f.WritableRoots, "/tmp", agentDir, "/dev/shm", "/dev/mqueue", "/dev", terminationLog)
 	if s.ServiceAccountToken {
 		f.Enforced = append(f.Enforced, "service-account token: mounted (shell.serviceAccountToken)")
 	} else {
@@ -82,6 +91,8 @@ func shapeFacts(s Settings, mode pluginapi.SandboxMode, sh shape, tmpMiB int64, 
 	} else {
 		f.Limits = append(f.Limits, "/tmp not bounded (an emptyDir on the node's disk)")
 	}
+	f.Limits = append(f.Limits, "/dev/shm 64 MiB (the pod's tmpfs, as the container runtime makes it)",
+		"/dev/mqueue RLIMIT_MSGQUEUE (POSIX message queues, per user)", "/dev 64 MiB (the container runtime's tmpfs, writable by root)")
 	if m, ok := ctr.Resources.Limits[corev1.ResourceMemory]; ok {
 		f.Limits = append(f.Limits, "memory "+strconv.FormatInt(m.Value()>>20, 10)+" MiB (the container's memory limit)")
 	}

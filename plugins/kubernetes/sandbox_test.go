@@ -202,6 +202,38 @@ func TestEachModeIsAPodsShape(t *testing.T) {
 		if slices.Contains(f.WritableRoots, "/work") == (mode == pluginapi.SandboxReadOnly) {
 			t.Errorf("%s: facts' writable roots %q: the workspace's place is wrong", mode, f.WritableRoots)
 		}
+		if sandboxedMode && slices.Contains(f.WritableRoots, "/") {
+			t.Errorf("%s: facts' writable roots %q hold / under a read-only root", mode, f.WritableRoots)
+		}
+	}
+
+	// Every place the facts list as writable is, and under a read-only
+	// root the kubelet's files in /etc are not.
+	for mode, f := range facts {
+		script := ""
+		for _, w := range f.WritableRoots {
+			if w == "/dev/termination-log" {
+				script += "echo x >> " + w + " && echo writable:" + w + "\n"
+				continue
+			}
+			script += "touch " + w + "/.dsh-probe && echo writable:" + w + "\n"
+		}
+		script += "for f in /etc/hosts /etc/hostname /etc/resolv.conf; do echo >> $f && echo writable:$f; done 2>/dev/null; true"
+		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: script, SandboxMode: mode}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Fields(res.Stdout.Text)
+		for _, w := range f.WritableRoots {
+			if !slices.Contains(got, "writable:"+w) {
+				t.Errorf("%s: %s is in the facts' writable roots, but not writable: %s", mode, w, res.Stderr.Text)
+			}
+		}
+		for _, e := range []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"} {
+			if slices.Contains(got, "writable:"+e) && !slices.Contains(f.WritableRoots, "/") {
+				t.Errorf("%s: %s is writable, and the facts do not say so", mode, e)
+			}
+		}
 	}
 
 	if err := x.Close(ctx); err != nil {
