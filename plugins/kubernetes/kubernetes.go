@@ -16,6 +16,29 @@
 // agent in the same pod, while it runs (a pod deleted or evicted is
 // replaced by a new one). A Lease of this plugin process (lease.go)
 // says it is alive to other machines' sweeps (sweep.go).
+//
+// The sandbox section (sandboxPolicy) maps onto the pods it creates, as
+// the container executor's maps onto containers: each mode a command asks
+// for is a pod's shape, so each mode gets a pod of its own, created at the
+// first command in that mode (modes.go, podspec.go). Every such pod drops
+// all capabilities, forbids privilege escalation, runs under the runtime's
+// default seccomp profile, mounts no service-account token unless
+// serviceAccountToken asks, and runs as shell.user when set (runAsNonRoot
+// unless it is root). read-only and workspace-write have a read-only root
+// (/tmp is an emptyDir of limits.tmpMiB, the agent's /.dsh another);
+// read-only mounts the workspace read-only. A mode without network gets a
+// NetworkPolicy denying all ingress and egress, created before its pod,
+// selecting that pod alone, owned by it and deleted with it: it is
+// enforced only where the cluster's CNI enforces NetworkPolicy, and the
+// results' facts say the executor does not enforce it. limits.memoryMiB is
+// the container's memory limit; limits.processes cannot be applied (the
+// pids limit is the kubelet's), as the facts say; writableRoots (this
+// machine's directories) are refused. podTemplate gives the pods'
+// resources, nodeSelector, tolerations, serviceAccountName,
+// runtimeClassName and imagePullSecrets; workspace a PersistentVolumeClaim
+// or an emptyDir the commands start in. A pod attached to, by name (pod)
+// or label selector (selector: the oldest running match), keeps its own
+// shape: the executor does not sandbox it, and never deletes it.
 package kubernetes
 
 import (
@@ -24,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
@@ -69,9 +93,30 @@ type Settings struct {
 	// ForwardEnv names variables of this plugin's environment the agent
 	// gets; credential-like ones are scrubbed here first.
 	ForwardEnv []string `json:"forwardEnv,omitempty"`
+	// Selector attaches to the running pod this label selector matches
+	// (the oldest, then by name, when several do), instead of creating
+	// one; it is never deleted by the executor. Not with Pod.
+	Selector string `json:"selector,omitempty"`
+	// SandboxPolicy is the settings file's sandbox section: each mode a
+	// command asks for is the shape of a pod of its own (podspec.go).
+	SandboxPolicy pluginapi.SandboxPolicy `json:"sandboxPolicy,omitzero"`
+	// User the created pods run as, "UID" or "UID:GID" (runAsUser,
+	// runAsGroup, and runAsNonRoot unless UID is 0); empty: the image's.
+	User string `json:"user,omitempty"`
+	// ServiceAccountToken mounts the pod's service-account token; off,
+	// the default, the commands get no credentials of the cluster's.
+	ServiceAccountToken bool `json:"serviceAccountToken,omitempty"`
+	// PodTemplate is the part of the created pods' spec the settings
+	// give: resources, nodeSelector, tolerations, serviceAccountName,
+	// runtimeClassName, imagePullSecrets.
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
+	// Workspace is the created pods' workspace volume, and the commands'
+	// default workdir.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
-var ownKeys = []string{"kubeconfig", "context", "namespace", "image", "imagePullPolicy", "pod", "container", "agent", "startTimeoutMs", "forwardEnv"}
+var ownKeys = []string{"kubeconfig", "context", "namespace", "image", "imagePullPolicy", "pod", "container", "agent", "startTimeoutMs", "forwardEnv",
+	"selector", pluginapi.SandboxPolicySetting, "user", "serviceAccountToken", "podTemplate", "workspace"}
 
 const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig file (default: KUBECONFIG, then ~/.kube/config, else the in-cluster config)"},
     "context": {"type": "string", "description": "the kubeconfig's context (default: its current context)"},
@@ -82,14 +127,20 @@ const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig f
     "container": {"type": "string", "description": "the attached pod's container (default: its default container, else its first)"},
     "agent": {"type": "string", "description": "the dsh-agent binary to bring in (default: bin/agent/linux-ARCH/dsh-agent)"},
     "startTimeoutMs": {"type": "integer", "minimum": 1000, "default": 120000, "description": "how long a created pod may take to run"},
-    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the agent gets (credentials scrubbed)"}`
+    "forwardEnv": {"type": "array", "items": {"type": "string"}, "description": "names of this plugin's variables the agent gets (credentials scrubbed)"},
+    "selector": {"type": "string", "minLength": 1, "description": "attach to the running pod this label selector matches (the oldest, then by name, when several do) instead of creating one (never deleted); not with pod"},
+    "user": {"type": "string", "pattern": "^[0-9]+(:[0-9]+)?$", "description": "UID or UID:GID the created pods run as (runAsUser, runAsGroup; runAsNonRoot unless UID is 0); default: the image's user"},
+    "serviceAccountToken": {"type": "boolean", "default": false, "description": "mount the pod's service-account token (off: the commands get no credentials of the cluster's)"},
+    "podTemplate": ` + podTemplateSchema + `,
+    "workspace": ` + workspaceSchema + `,
+    "` + pluginapi.SandboxPolicySetting + `": ` + PolicySchema
 
 // SettingsSchema is the JSON Schema of the Kubernetes executor's settings.
 var SettingsSchema = remoteexec.SettingsSchema("shell (kubernetes)", ownSchema)
 
 // New returns the Kubernetes executor.
-func New() *remoteexec.Executor {
-	return remoteexec.New(remoteexec.Config{
+func New() *Executor {
+	return remoteexec.NewModes(remoteexec.ModesConfig{
 		Description: pluginapi.Description{
 			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
@@ -97,28 +148,19 @@ func New() *remoteexec.Executor {
 			// The commands run in a pod: nothing of this machine's.
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
 		},
-		Target: &target{},
-		Split: func(raw []byte) ([]byte, []byte, error) {
-			t, a, err := remoteexec.SplitSettings(raw, ownKeys...)
-			if err == nil && t != nil {
-				var s Settings
-				err = remoteexec.DecodeStrict(t, &s)
-			}
-			return t, a, err
-		},
-		// A session that ended (its stream dropped) is replaced at the next
-		// call: in the same pod while it runs (the attached one, or the
-		// one created, which the target keeps), else in a new pod.
-		Reopen: true,
+		Split: split, Modes: sandboxModes, Describe: describe,
+		NewTarget: func(mode pluginapi.SandboxMode, _ string) remoteexec.ModeTarget { return &target{mode: mode} },
+		Executor:  "the kubernetes executor", Unit: "pod", IDPrefix: "k",
 	})
 }
 
-// target opens sessions. It keeps the pod it created across them, and
-// deletes it at Close, when the settings change, or when it no longer
-// runs (a new one is created then). It never deletes a pod it attached
-// to.
+// target opens the sessions of one sandbox mode (none for an attached
+// pod). It keeps the pod it created across them, and deletes it at Close,
+// when the settings change, or when it no longer runs (a new one is
+// created then). It never deletes a pod it attached to.
 type target struct {
-	mu sync.Mutex
+	mode pluginapi.SandboxMode
+	mu   sync.Mutex
 	// kept is the pod created, nil when there is none; keptFor is the
 	// target's part of the settings it was created for.
 	kept    *pod
@@ -127,6 +169,10 @@ type target struct {
 	// release this process's Leases the target holds.
 	swept  map[string]bool
 	leases map[string]func(context.Context) error
+	// facts are what the last pod opened enforces; offline, that its
+	// mode denies the network.
+	facts   atomic.Pointer[pluginapi.SandboxFacts]
+	offline atomic.Bool
 }
 
 var _ remoteexec.TargetCloser = (*target)(nil)
@@ -139,9 +185,9 @@ func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.S
 		}
 	}
 	switch {
-	case s.Pod == "" && s.Image == "":
-		return nil, fmt.Errorf("%w: image: the kubernetes executor needs an image to run a pod of (shell.image), or a pod to attach to (shell.pod)", pluginapi.ErrInvalidSettings)
-	case s.Pod != "" && s.Image != "":
+	case !s.attaching() && s.Image == "":
+		return nil, fmt.Errorf("%w: image: the kubernetes executor needs an image to run a pod of (shell.image), or a pod to attach to (shell.pod, shell.selector)", pluginapi.ErrInvalidSettings)
+	case s.attaching() && s.Image != "":
 		return nil, fmt.Errorf("%w: image and pod: set one, an image to run a pod of, or a pod to attach to", pluginapi.ErrInvalidSettings)
 	}
 	var scrub localexec.Settings
@@ -156,13 +202,18 @@ func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.S
 	defer t.mu.Unlock()
 	var p *pod
 	fresh := false
-	if s.Pod != "" {
+	switch {
+	case s.Pod != "" || s.Selector != "":
 		// The created pod, if any, no longer fits the settings.
 		if err := t.dropKept(ctx); err != nil {
 			return nil, err
 		}
-		p, err = c.attach(ctx, s.Pod, s.Container)
-	} else {
+		if s.Pod != "" {
+			p, err = c.attach(ctx, s.Pod, s.Container)
+		} else {
+			p, err = c.attachSelected(ctx, s.Selector, s.Container)
+		}
+	default:
 		p, fresh, err = t.podFor(ctx, c, s, string(raw))
 	}
 	if err != nil {
@@ -199,9 +250,12 @@ func (t *target) podFor(ctx context.Context, c *cluster, s Settings, raw string)
 	if err := t.prepare(ctx, c); err != nil {
 		return nil, false, err
 	}
-	if p, err = c.create(ctx, s); err != nil {
+	sh := podShape(s, t.mode)
+	if p, err = c.create(ctx, s, sh); err != nil {
 		return nil, false, err
 	}
+	t.facts.Store(&sh.facts)
+	t.offline.Store(sh.denyNetwork)
 	t.kept, t.keptFor = p, raw
 	return p, true, nil
 }

@@ -78,6 +78,9 @@ type pod struct {
 	container string
 	// created says the executor created it: Close deletes it.
 	created bool
+	// policy is the NetworkPolicy that denies its network ("" for none),
+	// deleted with it.
+	policy string
 }
 
 func (p *pod) String() string { return "pod " + p.c.namespace + "/" + p.name + " (" + p.c.name + ")" }
@@ -107,38 +110,33 @@ func (c *cluster) attach(ctx context.Context, name, container string) (*pod, err
 	return p, nil
 }
 
-// create creates a pod of the image, labelled with this plugin's
-// identity, and waits until it runs; a pod that cannot start is deleted,
-// and the error says why, with its events.
-func (c *cluster) create(ctx context.Context, s Settings) (*pod, error) {
-	spec := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "dsh-",
-			Labels: map[string]string{
-				labelExecutor: Name, labelMachine: labelValue(hostid.MachineID()), labelPlugin: PluginLabel(),
-			},
-			Annotations: map[string]string{annotationPlugin: hostid.Self()},
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: new(int64(gracePeriod)),
-			// The commands get no credentials of the cluster's, and no
-			// variables of its services.
-			AutomountServiceAccountToken: new(false),
-			EnableServiceLinks:           new(false),
-			Containers: []corev1.Container{{
-				Name: containerName, Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
-				Command:      []string{"bash", "-c", keepAlive},
-				VolumeMounts: []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}},
-			}},
-			Volumes: []corev1.Volume{{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
+// create creates a pod of the image in mode's shape (podspec.go),
+// labelled with this plugin's identity, and waits until it runs; a mode
+// without network gets its NetworkPolicy first. A pod that cannot start is
+// deleted, with its policy, and the error says why, with its events.
+func (c *cluster) create(ctx context.Context, s Settings, sh shape) (*pod, error) {
+	spec := sh.pod.DeepCopy()
+	var policy string
+	if sh.denyNetwork {
+		id := shapeID()
+		spec.Labels[labelShape] = id
+		var err error
+		if policy, err = c.denyAll(ctx, id); err != nil {
+			return nil, err
+		}
 	}
 	made, err := c.cs.CoreV1().Pods(c.namespace).Create(ctx, spec, metav1.CreateOptions{})
 	if err != nil {
+		_ = c.deletePolicy(context.WithoutCancel(ctx), policy)
 		return nil, fmt.Errorf("kubernetes: creating a pod of %s in %s (%s): %w", s.Image, c.namespace, c.name, err)
 	}
-	p := &pod{c: c, name: made.Name, uid: made.UID, container: containerName, created: true}
+	p := &pod{c: c, name: made.Name, uid: made.UID, container: containerName, created: true, policy: policy}
+	if policy != "" {
+		if err := p.ownPolicy(ctx); err != nil {
+			_ = p.delete(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
 	timeout := defaultStartTimeout
 	if s.StartTimeoutMs > 0 {
 		timeout = time.Duration(s.StartTimeoutMs) * time.Millisecond
@@ -315,7 +313,7 @@ const deleteWait = 30 * time.Second
 
 // delete deletes the pod and waits until it is gone (its UID no longer
 // found), so that Close leaves nothing of its session on the cluster.
-func (p *pod) delete(ctx context.Context) error {
+func (p *pod) delete(ctx context.Context) (rerr error) {
 	if !p.created {
 		return nil
 	}
@@ -323,6 +321,14 @@ func (p *pod) delete(ctx context.Context) error {
 	defer cancel()
 	pods := p.c.cs.CoreV1().Pods(p.c.namespace)
 	err := pods.Delete(ctx, p.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.uid}})
+	defer func() {
+		// The pod's deletion may have used up ctx.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteWait)
+		defer cancel()
+		if perr := p.c.deletePolicy(pctx, p.policy); perr != nil && rerr == nil {
+			rerr = perr
+		}
+	}()
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // gone, or another pod of its name (the precondition)
 	}
