@@ -14,6 +14,10 @@ import (
 // container (corev1.TerminationMessagePathDefault).
 const terminationLog = corev1.TerminationMessagePathDefault
 
+// etcHosts is the kubelet's hosts file, mounted writable in every
+// container whatever its root.
+const etcHosts = "/etc/hosts"
+
 // notEnforced begins each line of a result's Enforced facts that names a
 // protection the executor asked the cluster for but does not itself
 // enforce, nor check: the contract's facts have no list of their own for
@@ -62,9 +66,10 @@ func shapeFacts(s Settings, mode pluginapi.SandboxMode, sh shape, tmpMiB int64, 
 	// Beside the volumes, a command writes what every pod's container
 	// gets from its runtime and kubelet: /dev/shm (the pod's), /dev/mqueue
 	// (POSIX message queues, bounded per user by the kernel), /dev (the
-	// runtime's tmpfs, writable by root) and the kubelet's
-	// termination-message file (on the node's disk).
-	f.WritableRoots = append(f.WritableRoots, "/tmp", agentDir, "/dev/shm", "/dev/mqueue", "/dev", terminationLog)
+	// runtime's tmpfs, writable by root), and the kubelet's
+	// termination-message file and /etc/hosts (files on the node's disk,
+	// which a read-only root does not cover).
+	f.WritableRoots = append(f.WritableRoots, "/tmp", agentDir, "/dev/shm", "/dev/mqueue", "/dev", terminationLog, etcHosts)
 	if s.ServiceAccountToken {
 		f.Enforced = append(f.Enforced, "service-account token: mounted (shell.serviceAccountToken)")
 	} else {
