@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dsh-host/dsh-host/internal/hostid"
 )
@@ -60,15 +62,16 @@ func (c *cluster) denyAll(ctx context.Context, id string) (string, error) {
 // collector deletes the policy with the pod when the executor cannot
 // (its plugin died).
 func (p *pod) ownPolicy(ctx context.Context) error {
-	nps := p.c.cs.NetworkingV1().NetworkPolicies(p.c.namespace)
-	np, err := nps.Get(ctx, p.policy, metav1.GetOptions{})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.name, UID: p.uid}},
+	}})
 	if err != nil {
-		return fmt.Errorf("kubernetes: the NetworkPolicy %s: %w", p.policy, err)
+		return err
 	}
-	np.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: "v1", Kind: "Pod", Name: p.name, UID: p.uid,
-	}}
-	if _, err := nps.Update(ctx, np, metav1.UpdateOptions{}); err != nil {
+	// One patch, so that the Role needs patch alone for it (a merge patch
+	// replaces the list, which the executor made empty).
+	_, err = p.c.cs.NetworkingV1().NetworkPolicies(p.c.namespace).Patch(ctx, p.policy, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
 		return fmt.Errorf("kubernetes: giving the NetworkPolicy %s its pod as owner: %w", p.policy, err)
 	}
 	return nil

@@ -47,6 +47,7 @@ var needed = []authorizationv1.ResourceAttributes{
 	{Group: "coordination.k8s.io", Resource: "leases", Verb: "list"}, {Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
 	{Group: "coordination.k8s.io", Resource: "leases", Verb: "delete"},
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "create"},
+	{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "patch"},
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "list"},
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "delete"},
 }
