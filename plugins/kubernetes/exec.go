@@ -103,6 +103,9 @@ func (p *pod) startAgent(ctx context.Context, agentPath string, env []string, re
 		return nil, err
 	}
 	command := []string{remote, "--stdio"}
+	if p.created {
+		command = append(command, "--no-setid") // see setIDFact
+	}
 	if len(env) > 0 {
 		command = append(append([]string{"env"}, env...), command...)
 	}

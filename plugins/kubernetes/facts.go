@@ -34,6 +34,11 @@ const networkFact = notEnforced + "network denied (ingress and egress) by a Netw
 const processesFact = notEnforced + "processes: a pod's pids limit is the kubelet's (podPidsLimit), not the Pod API's; " +
 	"sandboxPolicy.limits.processes is not applied"
 
+// setIDFact is what the agent's --no-setid enforces in a created pod: a
+// set-id file left on the workspace's volume could lend the pod's uid or
+// gid to the node's users (a hostPath or local claim).
+const setIDFact = "no set-uid or set-gid bits: refused to every command (seccomp)"
+
 // shapeFacts are the sandbox facts of mode's pod, as sh lays it out.
 func shapeFacts(s Settings, mode pluginapi.SandboxMode, sh shape, tmpMiB int64, uid *int64) pluginapi.SandboxFacts {
 	f := pluginapi.SandboxFacts{Mode: mode}
@@ -44,6 +49,7 @@ func shapeFacts(s Settings, mode pluginapi.SandboxMode, sh shape, tmpMiB int64, 
 		"capabilities: all dropped",
 		"allowPrivilegeEscalation: false (no-new-privileges)",
 		"seccomp: the container runtime's default profile (RuntimeDefault)",
+		setIDFact,
 	}
 	if *sc.ReadOnlyRootFilesystem {
 		f.Enforced = append(f.Enforced, "read-only root file system")

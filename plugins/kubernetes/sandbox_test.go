@@ -60,12 +60,14 @@ func (c *testCluster) podsOf(t *testing.T) map[pluginapi.SandboxMode]corev1.Pod 
 }
 
 // probe says, in the pod, what a command can write, whether it has a
-// service-account token, and its capabilities, no-new-privileges and
-// seccomp state, and where it starts.
+// service-account token, its capabilities, no-new-privileges and seccomp
+// state, whether it can make a set-id file (which a node's users could
+// run from the workspace's volume), and where it starts.
 const probe = `touch /probe 2>/dev/null && echo root=writable || echo root=read-only
 touch /work/probe 2>/dev/null && echo workspace=writable || echo workspace=read-only
 test -e /var/run/secrets/kubernetes.io/serviceaccount/token && echo token=mounted || echo token=none
 grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d ' \t'
+touch /tmp/setid; chmod u+s,g+s /tmp/setid 2>/dev/null; test -u /tmp/setid -o -g /tmp/setid && echo setid=made || echo setid=refused
 echo pwd=$(pwd)`
 
 // Each mode a command asks for runs in a pod of that mode's shape: a
@@ -106,7 +108,7 @@ func TestEachModeIsAPodsShape(t *testing.T) {
 			t.Fatalf("%s: the probe: %+v, %v", mode, res, err)
 		}
 		lines := strings.Split(strings.TrimSpace(res.Stdout.Text), "\n")
-		for _, w := range append(want[mode], "token=none", "CapEff:0000000000000000", "NoNewPrivs:1", "Seccomp:2", "pwd=/work") {
+		for _, w := range append(want[mode], "token=none", "CapEff:0000000000000000", "NoNewPrivs:1", "Seccomp:2", "setid=refused", "pwd=/work") {
 			if !slices.Contains(lines, w) {
 				t.Errorf("%s: the probe says %q; want %s", mode, lines, w)
 			}
@@ -178,7 +180,8 @@ func TestEachModeIsAPodsShape(t *testing.T) {
 			t.Errorf("%s: facts %q: a read-only root is said: %v; want %v", mode, f.Enforced, !sandboxedMode, sandboxedMode)
 		}
 		for _, w := range []string{"capabilities: all dropped", "allowPrivilegeEscalation: false (no-new-privileges)",
-			"seccomp: the container runtime's default profile (RuntimeDefault)", "service-account token: not mounted"} {
+			"seccomp: the container runtime's default profile (RuntimeDefault)", "service-account token: not mounted",
+			"no set-uid or set-gid bits: refused to every command (seccomp)"} {
 			if !has(w) {
 				t.Errorf("%s: facts %q; want %q", mode, f.Enforced, w)
 			}
