@@ -56,14 +56,16 @@ func sandboxModes(target []byte) ([]pluginapi.SandboxMode, pluginapi.SandboxMode
 }
 
 // describe is the description for the settings: the policy's default
-// mode and what a created pod does not contain; neither for an attached
-// pod.
+// mode and what a created pod does not contain; for an attached pod, no
+// mode, and that nothing is contained.
 func describe(d pluginapi.Description, target []byte) pluginapi.Description {
 	s := settingsOf(target)
-	if !s.attaching() {
-		d.SandboxMode = defaultMode(s.SandboxPolicy)
-		d.Uncontained = uncontainedFor(s.SandboxPolicy)
+	if s.attaching() {
+		d.Uncontained = []string{"everything: the pod attached to (shell.pod, shell.selector) keeps the shape it has; the executor does not sandbox it"}
+		return d
 	}
+	d.SandboxMode = defaultMode(s.SandboxPolicy)
+	d.Uncontained = uncontainedFor(s.SandboxPolicy)
 	return d
 }
 

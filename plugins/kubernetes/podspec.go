@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,7 +126,10 @@ func (s Settings) check() error {
 	}
 	if s.attaching() {
 		for key, set := range map[string]bool{"podTemplate": s.PodTemplate != nil, "workspace": s.Workspace != nil, "user": s.User != "",
-			"serviceAccountToken": s.ServiceAccountToken, "imagePullPolicy": s.ImagePullPolicy != ""} {
+			"serviceAccountToken": s.ServiceAccountToken, "imagePullPolicy": s.ImagePullPolicy != "",
+			// The sandbox section too: accepted, it would say a protection
+			// the executor does not give.
+			pluginapi.SandboxPolicySetting + " (the settings file's sandbox section)": !reflect.ValueOf(s.SandboxPolicy).IsZero()} {
 			if set {
 				return fmt.Errorf("%w: %s shapes a pod the executor creates; an attached pod (shell.pod, shell.selector) keeps its own", pluginapi.ErrInvalidSettings, key)
 			}

@@ -2,10 +2,13 @@ package kubernetes_test
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/kubernetes"
 )
 
@@ -54,6 +57,22 @@ func TestTheSettingsSchema(t *testing.T) {
 		x := kubernetes.New()
 		if err := x.Configure(t.Context(), []byte(tt.settings)); (err == nil) != tt.ok {
 			t.Errorf("Configure(%s): %v; want it taken: %v", tt.settings, err, tt.ok)
+		}
+		x.Close(t.Context())
+	}
+}
+
+// A sandbox section for an attached pod is refused: the executor does not
+// shape a pod it did not make, and taking the section would say otherwise.
+func TestASandboxSectionForAnAttachedPodIsRefused(t *testing.T) {
+	for _, settings := range []string{
+		`{"pod": "p", "sandboxPolicy": {"defaultMode": "read-only"}}`,
+		`{"selector": "app=agent", "sandboxPolicy": {"network": false, "limits": {"memoryMiB": 64}}}`,
+	} {
+		x := kubernetes.New()
+		err := x.Configure(t.Context(), []byte(settings))
+		if !errors.Is(err, pluginapi.ErrInvalidSettings) || !strings.Contains(err.Error(), "sandboxPolicy") {
+			t.Errorf("Configure(%s): %v; want it refused, naming sandboxPolicy", settings, err)
 		}
 		x.Close(t.Context())
 	}

@@ -99,8 +99,8 @@ func TestASelectorAttachesToTheOldestPodItMatches(t *testing.T) {
 	if res.Sandbox != nil {
 		t.Errorf("an attached pod's result has sandbox facts %+v; want none: its shape is not the executor's", res.Sandbox)
 	}
-	if d, _ := x.Describe(ctx); d.SandboxMode != pluginapi.SandboxNone {
-		t.Errorf("Describe with a selector: mode %q; want none", d.SandboxMode)
+	if d, _ := x.Describe(ctx); d.SandboxMode != pluginapi.SandboxNone || len(d.Uncontained) != 1 || !strings.Contains(d.Uncontained[0], "does not sandbox") {
+		t.Errorf("Describe with a selector: mode %q, uncontained %q; want none, and that nothing is contained", d.SandboxMode, d.Uncontained)
 	}
 	if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true", SandboxMode: pluginapi.SandboxReadOnly}, nil); !errors.Is(err, pluginapi.ErrInvalidRequest) {
 		t.Errorf("a sandbox mode in an attached pod: %v; want it refused", err)
