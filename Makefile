@@ -9,7 +9,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GREMLINS_VERSION           := v0.6.0
 TEST_TIMEOUT ?= 10m
 BIN         := bin
-PLUGINS := bash-local bash-sandbox pwsh-local container ssh
+PLUGINS := bash-local bash-sandbox pwsh-local container ssh kubernetes
 
 .PHONY: all build host agents install test bench run proto check-proto have-protoc tools clean cross stress mutate
 

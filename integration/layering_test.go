@@ -94,6 +94,8 @@ func TestPluginMayImport(t *testing.T) {
 		{"bash-sandbox", "localexec", true},
 		{"ssh", "remoteexec", true},
 		{"ssh", "container", false},
+		{"kubernetes", "remoteexec", true},
+		{"kubernetes", "ssh", false},
 		{"bash-sandbox", "bash-local", false},
 		{"container", "builtins", false},
 		{"builtins", "pwsh-local", true},

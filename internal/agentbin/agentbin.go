@@ -1,7 +1,9 @@
 // Package agentbin is what the executors that bring dsh-agent to a target
-// (a container, a machine over SSH) share about the agent binary: where it
-// lies beside the plugin, the checks before it is sent, the names of
-// architectures, and the agent's stderr in the plugin's log.
+// (a container, a machine over SSH, a pod) share about the agent binary:
+// where it lies beside the plugin, the checks before it is sent, its
+// SHA-256 and the shell commands that install it and check it there
+// (target.go), the names of architectures, and the agent's stderr in the
+// plugin's log.
 package agentbin
 
 import (

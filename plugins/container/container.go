@@ -38,6 +38,7 @@ import (
 
 	"github.com/dsh-host/dsh-host/internal/agentbin"
 	"github.com/dsh-host/dsh-host/internal/binarytrust"
+	"github.com/dsh-host/dsh-host/internal/hostid"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/localexec"
 	"github.com/dsh-host/dsh-host/plugins/remoteexec"
@@ -221,7 +222,7 @@ func (t *target) open(ctx context.Context, c *client.Client, s Settings, scrub l
 		// ignores its arguments, or prints, cannot stand in its way.
 		Image: s.Image, Entrypoint: []string{agentInContainer}, Cmd: append(slices.Clip(agentArgs), lay.guardArgs()...), Env: env, User: user,
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Labels: map[string]string{labelExecutor: Name, labelMachine: machineID(), labelPlugin: pluginLabel(), labelPartition: t.partition},
+		Labels: map[string]string{labelExecutor: Name, labelMachine: hostid.MachineID(), labelPlugin: hostid.Self(), labelPartition: t.partition},
 	}
 	lay.facts.Enforced = append(lay.facts.Enforced, userFact(s, user), setIDFact)
 	t.facts.Store(&lay.facts)

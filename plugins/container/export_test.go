@@ -1,9 +1,13 @@
 package container
 
-import "time"
+import (
+	"time"
+
+	"github.com/dsh-host/dsh-host/internal/hostid"
+)
 
 // PluginLabel is this process's label on the containers it makes.
-var PluginLabel = pluginLabel
+var PluginLabel = hostid.Self
 
 // SideStreamsOpened counts the side streams this process opened.
 var SideStreamsOpened = &sideStreamsOpened

@@ -5,29 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/moby/moby/client"
 
+	"github.com/dsh-host/dsh-host/internal/hostid"
 	"github.com/dsh-host/dsh-host/internal/ownedtemp"
 	"github.com/dsh-host/dsh-host/internal/procstat"
 )
-
-// machineID names this machine in a container's labels: a sweep only
-// judges the plugins of its own machine.
-func machineID() string {
-	if b, err := os.ReadFile("/etc/machine-id"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b))
-	}
-	h, _ := os.Hostname()
-	return h
-}
-
-// pluginLabel names this process: its pid and its start time (a pid
-// alone may be another process's by the time a sweep reads it).
-func pluginLabel() string {
-	return strconv.Itoa(os.Getpid()) + "@" + procstat.StartTime(os.Getpid())
-}
 
 // procStat is a process's /proc stat fields from the state on, or nil:
 // the side stream's peer check reads it.
@@ -39,30 +23,20 @@ func procStat(pid int) []string {
 	return []string{info.State, strconv.Itoa(info.PPID), strconv.Itoa(info.PGRP)}
 }
 
-// alive says whether the plugin a label names still runs.
-func alive(label string) bool {
-	pid, start, ok := strings.Cut(label, "@")
-	n, err := strconv.Atoi(pid)
-	if !ok || err != nil || n <= 0 {
-		return false
-	}
-	return procstat.StartTime(n) == start
-}
-
 // sweep removes the containers this executor made on this machine whose
 // plugin is dead (a plugin SIGKILLed before it could remove its own, its
 // container kept by an engine that missed the stream's end).
 func sweep(ctx context.Context, c *client.Client) {
 	list, err := c.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
-		Filters: client.Filters{}.Add("label", labelExecutor+"="+Name, labelMachine+"="+machineID()),
+		Filters: client.Filters{}.Add("label", labelExecutor+"="+Name, labelMachine+"="+hostid.MachineID()),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "container: sweeping leftover containers: %v\n", err)
 		return
 	}
 	for _, s := range list.Items {
-		if alive(s.Labels[labelPlugin]) {
+		if hostid.Alive(s.Labels[labelPlugin]) {
 			continue
 		}
 		if _, err := c.ContainerRemove(ctx, s.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !isGone(err) {

@@ -27,9 +27,15 @@ func settleLost(ctx context.Context, s *session, err error, began time.Time, tim
 	default:
 		return pluginapi.RunResult{}, where(s, err)
 	}
+	why := err
+	if s.Lost != nil {
+		if lost := s.Lost(); lost != nil {
+			why = lost
+		}
+	}
 	return pluginapi.RunResult{
 		TimeoutMs: timeoutMs, Stdout: p.Output(pluginapi.Stdout), Stderr: p.Output(pluginapi.Stderr),
 		DurationMs:  time.Since(began).Milliseconds(),
-		Interrupted: fmt.Sprintf("the session with %s ended under the command (%v); the agent there kills what it ran", s.Where, err),
+		Interrupted: fmt.Sprintf("the session with %s ended under the command (%v); the agent there kills what it ran", s.Where, why),
 	}, nil
 }

@@ -1,9 +1,10 @@
 // Package remoteexec is the executor whose commands run elsewhere: in a
 // container, on another machine. It drives a dsh-agent (bash-local, served
 // over one byte stream) that a Target starts there, and forwards every
-// call of the contract to it; the container and SSH executors are Targets
-// of this one package. The agent kills what it started when its stream
-// closes; Close also removes what the Target made.
+// call of the contract to it; the container, SSH and Kubernetes executors
+// are Targets of this one package. The agent kills what it started when its
+// stream closes; Close also removes what the Target made (a session's
+// Cleanup, then a TargetCloser's Close).
 package remoteexec
 
 import (
@@ -32,14 +33,31 @@ type Target interface {
 	Open(ctx context.Context, target, agent []byte) (*Session, error)
 }
 
+// TargetCloser is a Target that keeps what it made across sessions (a pod
+// the next session reconnects to, after a dropped stream): its sessions'
+// Cleanup only ends their stream, and Close removes what it kept, once the
+// last session is closed. Executor.Close calls it, and so does a Configure
+// that changes the target's part of the settings (what was kept was made
+// for the settings before; the target is opened again after that one). A
+// session's end never removes it.
+type TargetCloser interface {
+	Target
+	Close(ctx context.Context) error
+}
+
 // Session is one agent's stream and what goes with it.
 type Session struct {
 	Stream io.ReadWriteCloser
 	// Cleanup removes what Open made (a container), once the agent's
-	// stream is closed; nil when there is nothing to remove.
+	// stream is closed; nil when there is nothing to remove. A
+	// TargetCloser's only ends what carried the stream.
 	Cleanup func(ctx context.Context) error
 	// Where says where the commands run, for errors ("container 3f2a…").
 	Where string
+	// Lost, when set, says why the session ended when the target knows
+	// better than its stream (the pod was deleted); nil when it does not.
+	// A run the session's end interrupted says it.
+	Lost func() error
 }
 
 // Config makes an Executor.
@@ -114,6 +132,10 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 	}
 	e.mu.Lock()
 	same := string(target) == string(e.target)
+	if tc, ok := e.cfg.Target.(TargetCloser); ok && !same && !e.closed {
+		defer e.mu.Unlock()
+		return e.retarget(ctx, tc, target, agent)
+	}
 	e.target, e.agent = target, agent
 	s := e.sess
 	e.ended = nil // the explicit way to reconnect
@@ -133,6 +155,24 @@ func (e *Executor) Configure(ctx context.Context, settings []byte) error {
 		return e.closeSession(ctx, s)
 	}
 	return where(s, s.client.Configure(ctx, agentSettings(agent)))
+}
+
+// retarget takes a new target's part of the settings for a target that
+// keeps what it made: the session ends, and what the target kept (made
+// for the settings before) is removed, with e.mu held, so that no call
+// opens a session under the new settings first.
+func (e *Executor) retarget(ctx context.Context, tc TargetCloser, target, agent []byte) error {
+	e.target, e.agent = target, agent
+	e.ended = nil
+	var errs []error
+	if s := e.sess; s != nil {
+		e.sess = nil
+		errs = append(errs, endSession(ctx, s))
+	}
+	e.cleanups.Wait()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	return errors.Join(append(errs, tc.Close(ctx))...)
 }
 
 // agentSettings are the agent's part as its executor takes them: {} for
@@ -236,6 +276,11 @@ func where(s *session, err error) error {
 	if err == nil || s.Where == "" || !errors.Is(err, pluginapi.ErrPluginUnavailable) {
 		return err
 	}
+	if s.Lost != nil {
+		if lost := s.Lost(); lost != nil {
+			return fmt.Errorf("%w (commands ran in %s: %v)", err, s.Where, lost)
+		}
+	}
 	return fmt.Errorf("%w (commands ran in %s)", err, s.Where)
 }
 
@@ -317,19 +362,26 @@ func (e *Executor) ReadSpill(ctx context.Context, path string, offset int64, max
 }
 
 // Close ends the session: the agent kills and awaits what it runs, and
-// what the target made is removed. Later calls fail with
-// pluginapi.ErrExecutorClosed.
+// what the target made is removed (a TargetCloser's Close, once every
+// session is closed). Later calls fail with pluginapi.ErrExecutorClosed.
 func (e *Executor) Close(ctx context.Context) error {
 	e.mu.Lock()
+	already := e.closed
 	e.closed = true
 	s := e.sess
 	e.mu.Unlock()
 	e.ahead.stop()
-	defer e.cleanups.Wait()
-	if s == nil {
-		return nil
+	var errs []error
+	if s != nil {
+		errs = append(errs, e.closeSession(ctx, s))
 	}
-	return e.closeSession(ctx, s)
+	e.cleanups.Wait()
+	if tc, ok := e.cfg.Target.(TargetCloser); ok && !already {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		errs = append(errs, tc.Close(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // SplitSettings is a Config.Split for a target whose keys are own: it

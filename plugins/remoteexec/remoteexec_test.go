@@ -231,3 +231,93 @@ func TestConfigureAfterABreakNoCallNoticedReconnects(t *testing.T) {
 		t.Errorf("the call after Configure: %q, %v, %d sessions; want a new session to run it", res.Stdout.Text, err, pt.opened)
 	}
 }
+
+// keepingTarget is a pipeTarget that keeps what it made across sessions
+// (a TargetCloser), and knows why a session was lost.
+type keepingTarget struct {
+	pipeTarget
+	closed atomic.Int32
+	// cleanedAtClose is how many sessions were cleaned up when Close came.
+	cleanedAtClose atomic.Int32
+	lost           atomic.Pointer[error]
+}
+
+func (k *keepingTarget) Open(ctx context.Context, target, agent []byte) (*remoteexec.Session, error) {
+	s, err := k.pipeTarget.Open(ctx, target, agent)
+	if err == nil {
+		s.Lost = func() error {
+			if p := k.lost.Load(); p != nil {
+				return *p
+			}
+			return nil
+		}
+	}
+	return s, err
+}
+
+func (k *keepingTarget) Close(ctx context.Context) error {
+	k.cleanedAtClose.Store(k.cleaned.Load())
+	k.closed.Add(1)
+	return nil
+}
+
+// A target that keeps what it made across sessions is closed when its
+// settings change and at the executor's Close (once, if Close comes
+// twice), each time after its sessions are cleaned up, and never when a
+// session ends or only the agent's settings change: a session that broke
+// is reopened, and the target's Close has not run. A run the broken
+// session interrupted says why the target says it was lost.
+func TestATargetThatKeepsWhatItMadeIsClosedOnceAtClose(t *testing.T) {
+	kt := &keepingTarget{}
+	x := remoteexec.New(remoteexec.Config{
+		Reopen:      true,
+		Description: pluginapi.Description{Name: "pipe", Version: "0", Platform: "linux", Shell: "bash", SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: bashlocal.SettingsSchema, Services: []string{pluginapi.ServiceShell}},
+		Target:      kt,
+		Split:       split,
+	})
+	ctx := t.Context()
+	started := make(chan struct{}, 1)
+	ran := make(chan pluginapi.RunResult, 1)
+	go func() {
+		res, _ := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo started; exec sleep 1006"}, func(pluginapi.Stream, []byte) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		})
+		ran <- res
+	}()
+	<-started
+	why := errors.New("the pod was deleted")
+	kt.lost.Store(&why)
+	kt.far.Close()
+	if res := <-ran; !strings.Contains(res.Interrupted, "the pod was deleted") {
+		t.Errorf("the run the lost session interrupted: %q; want the target's reason", res.Interrupted)
+	}
+	kt.lost.Store(nil)
+	if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil || kt.opened != 2 {
+		t.Fatalf("the call after the session broke: %v, %d sessions; want a new one", err, kt.opened)
+	}
+	if err := x.Configure(ctx, []byte(`{"defaultTimeoutMs": 4321}`)); err != nil {
+		t.Fatal(err)
+	}
+	if kt.closed.Load() != 0 {
+		t.Errorf("the target was closed %d times before the executor's Close, its settings unchanged; want never", kt.closed.Load())
+	}
+	if err := x.Configure(ctx, []byte(`{"where": "elsewhere"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if kt.closed.Load() != 1 || kt.cleanedAtClose.Load() != 2 {
+		t.Errorf("after the target's settings changed: the target closed %d times, with %d sessions cleaned up before; want once, after both", kt.closed.Load(), kt.cleanedAtClose.Load())
+	}
+	if _, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "true"}, nil); err != nil || kt.opened != 3 {
+		t.Fatalf("the call after the target's settings changed: %v, %d sessions; want a new one", err, kt.opened)
+	}
+	if err := x.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = x.Close(context.Background())
+	if kt.closed.Load() != 2 || kt.cleanedAtClose.Load() != 3 {
+		t.Errorf("after Close twice: the target closed %d times in all, with %d sessions cleaned up before the last; want twice, after all three", kt.closed.Load(), kt.cleanedAtClose.Load())
+	}
+}

@@ -14,8 +14,6 @@ package ssh
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -381,28 +379,23 @@ func localAgent(path, goarch string) (string, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("ssh: %w", err)
 	}
-	f, err := os.Open(path)
+	sum, err := agentbin.Sum(path)
 	if err != nil {
-		return "", "", fmt.Errorf("ssh: the agent: %w", err)
+		return "", "", fmt.Errorf("ssh: %w", err)
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", "", err
-	}
-	return path, hex.EncodeToString(h.Sum(nil)), nil
+	return path, sum, nil
 }
 
 // upload puts the agent at remote (relative to the login's home), unless
 // a file with its SHA-256 is there already, and checks what is there
 // afterwards: a target whose copy differs gets this one.
 func upload(c *ssh.Client, local, remote, sum, where string) error {
-	check := hashCommand(remote)
+	check := agentbin.HashCommand(remote)
 	out, _ := output(c, check, where)
 	if strings.HasPrefix(out, sum) {
 		return nil
 	}
-	if strings.HasPrefix(out, noHasher) {
+	if strings.HasPrefix(out, agentbin.NoHasher) {
 		return fmt.Errorf("ssh: %s: the target has none of sha256sum, shasum and openssl, to check the agent's SHA-256 with: install one of them (coreutils has sha256sum)", where)
 	}
 	f, err := os.Open(local)
@@ -416,12 +409,9 @@ func upload(c *ssh.Client, local, remote, sum, where string) error {
 	}
 	defer s.Close()
 	s.Stdin = f
-	dir := remote[:strings.LastIndexByte(remote, '/')]
-	tmp := remote + ".part"
 	var stderr strings.Builder
 	s.Stderr = &stderr
-	if err := s.Run("umask 077 && mkdir -p " + shellQuote(dir) + " && cat > " + shellQuote(tmp) +
-		" && chmod 700 " + shellQuote(tmp) + " && mv -f " + shellQuote(tmp) + " " + shellQuote(remote)); err != nil {
+	if err := s.Run(agentbin.InstallCommand(remote)); err != nil {
 		return fmt.Errorf("ssh: %s: uploading the agent to ~/%s: %v: %s", where, remote, err, strings.TrimSpace(stderr.String()))
 	}
 	if out, err := output(c, check, where); err != nil || !strings.HasPrefix(out, sum) {
@@ -430,22 +420,8 @@ func upload(c *ssh.Client, local, remote, sum, where string) error {
 	return nil
 }
 
-// noHasher is what hashCommand prints where the target has no tool for a
-// SHA-256.
-const noHasher = "dsh: no sha256 tool"
-
-// hashCommand prints the SHA-256 of the target's file first, in hex, with
-// the first tool the target has (sha256sum, shasum, openssl), or noHasher.
-func hashCommand(file string) string {
-	f := shellQuote(file)
-	return "if command -v sha256sum >/dev/null 2>&1; then sha256sum " + f + "; " +
-		"elif command -v shasum >/dev/null 2>&1; then shasum -a 256 " + f + "; " +
-		"elif command -v openssl >/dev/null 2>&1; then openssl dgst -sha256 -r " + f + "; " +
-		"else echo '" + noHasher + "'; fi 2>/dev/null"
-}
-
 // shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+func shellQuote(s string) string { return agentbin.ShellQuote(s) }
 
 // logOutput is where the plugin logs: its stderr, which go-plugin passes
 // to the host's log. logf writes to it.

@@ -1,0 +1,84 @@
+package kubernetes_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/kubernetes"
+)
+
+// An API server restart under a run drops the agent's exec stream: the run
+// settles as interrupted, with its output so far, never as a success; the
+// agent, its stdin closed, kills what it ran; and the next call
+// reconnects to the same pod (its name and UID), where a file an earlier
+// command left in /tmp is still there. The run's sleep is looked for in
+// this machine's /proc: the cluster's only node is this machine.
+func TestAnAPIServerRestartInterruptsTheRun(t *testing.T) {
+	c := cluster(t)
+	restart := os.Getenv("DSH_TEST_K8S_RESTART")
+	if restart == "" {
+		t.Fatal("DSH_TEST_K8S_RESTART is not set (.ci/k8s sets it)")
+	}
+	ctx := t.Context()
+	x := kubernetes.New()
+	defer x.Close(ctx)
+	if err := x.Configure(ctx, []byte(c.settings(t, map[string]any{"image": c.image}))); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo kept > /tmp/dsh-restart-mark"}, nil); err != nil || res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Fatalf("leaving a file in /tmp: %+v, %v", res, err)
+	}
+	before := c.executorPod(t)
+	type outcome struct {
+		res pluginapi.RunResult
+		err error
+	}
+	ran, started := make(chan outcome, 1), make(chan struct{}, 1)
+	go func() {
+		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo started; sleep 1007"}, func(pluginapi.Stream, []byte) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		})
+		ran <- outcome{res, err}
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run's output did not come within 60s")
+	}
+	if out, err := exec.Command(restart, "kube-apiserver").CombinedOutput(); err != nil {
+		t.Fatalf("restarting kube-apiserver: %v: %s", err, out)
+	}
+	select {
+	case o := <-ran:
+		if o.err != nil || o.res.ExitCode != nil || o.res.Stdout.Text != "started\n" || !strings.Contains(o.res.Interrupted, "ended under the command") {
+			t.Errorf("the run whose stream dropped: %+v, %v; want a result interrupted by the lost session, with its output so far", o.res, o.err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run whose stream dropped was still waiting 60s after the API server's restart")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, err := exec.Command("pgrep", "-f", "sleep 1007").Output()
+		if _, missing := err.(*exec.Error); missing {
+			t.Fatalf("pgrep: %v", err)
+		}
+		if len(strings.TrimSpace(string(out))) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's sleep outlived its dropped stream by 10s: pids %s", out)
+		}
+	}
+	if res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "cat /tmp/dsh-restart-mark"}, nil); err != nil || res.Stdout.Text != "kept\n" {
+		t.Errorf("the call after the restart: %q, %v; want it to run where the file left before is", res.Stdout.Text, err)
+	}
+	if after := c.executorPod(t); after.Name != before.Name || after.UID != before.UID {
+		t.Errorf("the pod after the restart: %s (%s); want the same as before, %s (%s)", after.Name, after.UID, before.Name, before.UID)
+	}
+}
