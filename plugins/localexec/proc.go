@@ -112,7 +112,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		p.readers.Add(1)
 		go func(r *os.File, w io.Writer) {
 			defer p.readers.Done()
-			_, _ = io.Copy(w, r)
+			copyPipe(w, r)
 		}(p.pipes[i], w)
 	}
 	if p.stdinW != nil {
@@ -192,7 +192,8 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	}
 	defer p.group.release()
 
-	// Past drainDelay the readers stop where they are. The wait is for
+	// Past drainDelay the readers take what the pipes hold, and stop
+	// (copyPipe). The wait is for
 	// the readers themselves: the last one's end wakes this goroutine,
 	// with no goroutine between them.
 	stop := time.AfterFunc(drainDelay, func() {
