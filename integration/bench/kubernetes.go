@@ -148,6 +148,11 @@ func kubernetesFigures(ctx context.Context, cs k8s.Interface, bin, namespace, im
 	if err != nil {
 		return nil, err
 	}
+	pooled, _ := json.Marshal(map[string]any{"namespace": namespace, "image": image, "pool": 1})
+	claim, err := poolClaim(ctx, cs, namespace, host.Options{Executor: options.Executor, Settings: pooled})
+	if err != nil {
+		return nil, err
+	}
 	figures := []figure{
 		{"kubernetes_exec_vs_executor_speedup", perCommand / executor, "x", ">=", 10},
 	}
@@ -157,6 +162,7 @@ func kubernetesFigures(ctx context.Context, cs k8s.Interface, bin, namespace, im
 	return append(figures,
 		figure{"kubernetes_true_median", executor, "ms", ">=", 0},
 		figure{"kubernetes_kubectl_exec_true_median", perCommand, "ms", ">=", 0},
+		figure{"kubernetes_pool_claim_ms", claim, "ms", "<=", 100},
 		figure{"kubernetes_cold_pod_start_ms", cold, "ms", ">=", 0},
 	), nil
 }
@@ -183,6 +189,55 @@ func coldPodStart(ctx context.Context, options host.Options) (float64, error) {
 		times = append(times, took)
 	}
 	return median(times), nil
+}
+
+// poolClaim is the median, over coldPodRuns new executors with a warm
+// pool of one pod, of the first command's time once the pool's pod is
+// ready (its agent started): the claim, the session's start over the
+// agent's stream, `true` run.
+func poolClaim(ctx context.Context, cs k8s.Interface, namespace string, options host.Options) (float64, error) {
+	var times []float64
+	for range coldPodRuns {
+		h, err := host.Launch(ctx, options)
+		if err != nil {
+			return 0, err
+		}
+		took, err := func() (float64, error) {
+			defer h.Close(context.WithoutCancel(ctx))
+			if err := waitPoolReady(ctx, cs, namespace); err != nil {
+				return 0, err
+			}
+			began := time.Now()
+			err := runTrue(ctx, h.Shell())
+			return float64(time.Since(began)) / float64(time.Millisecond), err
+		}()
+		if err != nil {
+			return 0, err
+		}
+		times = append(times, took)
+	}
+	return median(times), nil
+}
+
+// waitPoolReady waits until a pod of the namespace is labelled ready in
+// a pool (the step runs one pool at a time).
+func waitPoolReady(ctx context.Context, cs k8s.Interface, namespace string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		list, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "dsh-host.dev/pool=ready"})
+		if err != nil {
+			return fmt.Errorf("waiting for the pool's pod: %w", err)
+		}
+		if len(list.Items) > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no pool pod ready in %s: %w", namespace, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // kubernetesClient is a client of the cluster the kubeconfig names, found

@@ -113,10 +113,14 @@ type Settings struct {
 	// Workspace is the created pods' workspace volume, and the commands'
 	// default workdir.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Pool keeps this many pods of the default mode ready, each with its
+	// agent started, for sessions to claim (pool.go); 0, the default:
+	// none. Not for an attached pod.
+	Pool int `json:"pool,omitempty"`
 }
 
 var ownKeys = []string{"kubeconfig", "context", "namespace", "image", "imagePullPolicy", "pod", "container", "agent", "startTimeoutMs", "forwardEnv",
-	"selector", pluginapi.SandboxPolicySetting, "user", "serviceAccountToken", "podTemplate", "workspace"}
+	"selector", pluginapi.SandboxPolicySetting, "user", "serviceAccountToken", "podTemplate", "workspace", "pool"}
 
 const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig file (default: KUBECONFIG, then ~/.kube/config, else the in-cluster config)"},
     "context": {"type": "string", "description": "the kubeconfig's context (default: its current context)"},
@@ -133,6 +137,7 @@ const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig f
     "serviceAccountToken": {"type": "boolean", "default": false, "description": "mount the pod's service-account token (off: the commands get no credentials of the cluster's)"},
     "podTemplate": ` + podTemplateSchema + `,
     "workspace": ` + workspaceSchema + `,
+    "pool": {"type": "integer", "minimum": 0, "maximum": ` + maxPoolText + `, "default": 0, "description": "pods of the default mode kept ready, each with its agent started, for a session to claim instead of waiting for a pod to start (0: none); not with pod or selector"},
     "` + pluginapi.SandboxPolicySetting + `": ` + PolicySchema
 
 // SettingsSchema is the JSON Schema of the Kubernetes executor's settings.
@@ -140,7 +145,8 @@ var SettingsSchema = remoteexec.SettingsSchema("shell (kubernetes)", ownSchema)
 
 // New returns the Kubernetes executor.
 func New() *Executor {
-	return remoteexec.NewModes(remoteexec.ModesConfig{
+	pl := newPool()
+	return &Executor{pool: pl, Modes: remoteexec.NewModes(remoteexec.ModesConfig{
 		Description: pluginapi.Description{
 			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
@@ -149,9 +155,9 @@ func New() *Executor {
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
 		},
 		Split: split, Modes: sandboxModes, Describe: describe,
-		NewTarget: func(mode pluginapi.SandboxMode, _ string) remoteexec.ModeTarget { return &target{mode: mode} },
+		NewTarget: func(mode pluginapi.SandboxMode, _ string) remoteexec.ModeTarget { return &target{mode: mode, pool: pl} },
 		Executor:  "the kubernetes executor", Unit: "pod", IDPrefix: "k",
-	})
+	})}
 }
 
 // target opens the sessions of one sandbox mode (none for an attached
@@ -160,6 +166,8 @@ func New() *Executor {
 // created then). It never deletes a pod it attached to.
 type target struct {
 	mode pluginapi.SandboxMode
+	// pool has pods ready to claim (nil for the pool's own target).
+	pool *pool
 	mu   sync.Mutex
 	// kept is the pod created, nil when there is none; keptFor is the
 	// target's part of the settings it was created for.
@@ -214,6 +222,9 @@ func (t *target) Open(ctx context.Context, raw, agentPart []byte) (*remoteexec.S
 			p, err = c.attachSelected(ctx, s.Selector, s.Container)
 		}
 	default:
+		if w := t.claim(ctx, c, raw, agentPart); w != nil {
+			return w, nil
+		}
 		p, fresh, err = t.podFor(ctx, c, s, string(raw))
 	}
 	if err != nil {
@@ -263,6 +274,39 @@ func (t *target) podFor(ctx context.Context, c *cluster, s Settings, raw string)
 // prepare readies c's namespace for this target's first pod there: the
 // sweep of dead plugins' pods (once per namespace), and this process's
 // Lease, which must be there before its pods are.
+// claim takes a pod of the pool, ready with its agent started, as the
+// pod this target created, when the target has none for these settings
+// (it reconnects to one it has); t.mu is held. Nil: the pool has none.
+func (t *target) claim(ctx context.Context, c *cluster, own, agent []byte) *remoteexec.Session {
+	if t.pool == nil || t.kept != nil && t.keptFor == string(own) {
+		return nil
+	}
+	w := t.pool.claim(t.mode, own, agent)
+	if w == nil {
+		return nil
+	}
+	// The target holds the Lease its pods need from now on, as for a pod
+	// of its own (the pool holds it too: no call to the API), and the
+	// pool swept the namespace; the pool's pod takes the place of one
+	// that no longer fits the settings.
+	if t.swept == nil {
+		t.swept = map[string]bool{}
+	}
+	t.swept[c.key()] = true
+	err := t.prepare(ctx, c)
+	if err == nil {
+		err = t.dropKept(ctx)
+	}
+	if err != nil {
+		_ = w.discard(context.WithoutCancel(ctx))
+		return nil
+	}
+	t.kept, t.keptFor = w.pod, string(own)
+	t.facts.Store(&w.shape.facts)
+	t.offline.Store(w.shape.denyNetwork)
+	return w.sess
+}
+
 func (t *target) prepare(ctx context.Context, c *cluster) error {
 	key := c.key()
 	if !t.swept[key] {

@@ -1,6 +1,9 @@
 package kubernetes
 
 import (
+	"context"
+	"errors"
+
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/remoteexec"
 )
@@ -15,8 +18,32 @@ import (
 // empty, a mode asked for is refused), and every command runs in that
 // one pod. The layer of modes is the container executor's,
 // remoteexec.Modes; the pods of a mode serve every partition (no pod per
-// session yet).
-type Executor = remoteexec.Modes
+// session yet). With shell.pool, pods of the default mode are kept ready
+// for its sessions to claim (pool.go).
+type Executor struct {
+	*remoteexec.Modes
+	pool *pool
+}
+
+// Configure takes the settings section (remoteexec.Modes.Configure), then
+// fills the pool to what it says, with pods that fit it.
+func (x *Executor) Configure(ctx context.Context, settings []byte) error {
+	if err := x.Modes.Configure(ctx, settings); err != nil {
+		return err
+	}
+	own, agent, err := split(settings)
+	if err != nil {
+		return err
+	}
+	x.pool.configure(own, agent)
+	return nil
+}
+
+// Close ends every session (remoteexec.Modes.Close), then deletes the
+// pool's pods.
+func (x *Executor) Close(ctx context.Context) error {
+	return errors.Join(x.Modes.Close(ctx), x.pool.close(ctx))
+}
 
 // settingsOf are the settings of a target's part that split took (zero
 // for none).

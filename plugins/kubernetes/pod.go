@@ -70,6 +70,14 @@ const gracePeriod = 2
 // defaultStartTimeout bounds the wait for a created pod to run.
 const defaultStartTimeout = 120 * time.Second
 
+// startTimeout bounds the wait for a pod of s to run.
+func startTimeout(s Settings) time.Duration {
+	if s.StartTimeoutMs > 0 {
+		return time.Duration(s.StartTimeoutMs) * time.Millisecond
+	}
+	return defaultStartTimeout
+}
+
 // pod is the pod the commands run in.
 type pod struct {
 	c         *cluster
@@ -137,10 +145,7 @@ func (c *cluster) create(ctx context.Context, s Settings, sh shape) (*pod, error
 			return nil, err
 		}
 	}
-	timeout := defaultStartTimeout
-	if s.StartTimeoutMs > 0 {
-		timeout = time.Duration(s.StartTimeoutMs) * time.Millisecond
-	}
+	timeout := startTimeout(s)
 	if err := p.waitRunning(ctx, made, timeout); err != nil {
 		_ = p.delete(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("kubernetes: %s of %s: %w", p, s.Image, err)

@@ -126,7 +126,7 @@ func (s Settings) check() error {
 	}
 	if s.attaching() {
 		for key, set := range map[string]bool{"podTemplate": s.PodTemplate != nil, "workspace": s.Workspace != nil, "user": s.User != "",
-			"serviceAccountToken": s.ServiceAccountToken, "imagePullPolicy": s.ImagePullPolicy != "",
+			"serviceAccountToken": s.ServiceAccountToken, "imagePullPolicy": s.ImagePullPolicy != "", "pool": s.Pool != 0,
 			// The sandbox section too: accepted, it would say a protection
 			// the executor does not give.
 			pluginapi.SandboxPolicySetting + " (the settings file's sandbox section)": !reflect.ValueOf(s.SandboxPolicy).IsZero()} {

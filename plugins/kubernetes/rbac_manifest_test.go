@@ -40,7 +40,7 @@ const rbacManifest = "../../docs/kubernetes/rbac.yaml"
 // review).
 var needed = []authorizationv1.ResourceAttributes{
 	{Resource: "pods", Verb: "create"}, {Resource: "pods", Verb: "get"}, {Resource: "pods", Verb: "list"},
-	{Resource: "pods", Verb: "watch"}, {Resource: "pods", Verb: "delete"},
+	{Resource: "pods", Verb: "watch"}, {Resource: "pods", Verb: "patch"}, {Resource: "pods", Verb: "delete"},
 	{Resource: "pods", Subresource: "exec", Verb: "create"}, {Resource: "pods", Subresource: "exec", Verb: "get"},
 	{Resource: "events", Verb: "list"},
 	{Group: "coordination.k8s.io", Resource: "leases", Verb: "create"}, {Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},

@@ -77,7 +77,7 @@ func (c *testCluster) limitedKubeconfig(t *testing.T, rules []rbacv1.PolicyRule)
 // what drop says: resource, or resource's verb.
 func everything(drop ...string) []rbacv1.PolicyRule {
 	all := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "list", "patch", "delete"}},
