@@ -33,25 +33,7 @@ func TestAnAPIServerRestartInterruptsTheRun(t *testing.T) {
 		t.Fatalf("leaving a file in /tmp: %+v, %v", res, err)
 	}
 	before := c.executorPod(t)
-	type outcome struct {
-		res pluginapi.RunResult
-		err error
-	}
-	ran, started := make(chan outcome, 1), make(chan struct{}, 1)
-	go func() {
-		res, err := pluginapi.RunRequest(ctx, x, pluginapi.ExecRequest{Command: "echo started; sleep 1007"}, func(pluginapi.Stream, []byte) {
-			select {
-			case started <- struct{}{}:
-			default:
-			}
-		})
-		ran <- outcome{res, err}
-	}()
-	select {
-	case <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the run's output did not come within 60s")
-	}
+	ran := runInBackground(t, x, "echo started; sleep 1007")
 	if out, err := exec.Command(restart, "kube-apiserver").CombinedOutput(); err != nil {
 		t.Fatalf("restarting kube-apiserver: %v: %s", err, out)
 	}
