@@ -118,7 +118,7 @@ func sandboxToProto(s *SandboxFacts) *pb.SandboxFacts {
 		Mode: string(s.Mode), Enforced: s.Enforced, LikelyDenial: s.LikelyDenial,
 		Evidence: linesToProto(s.Evidence), RunnerFailure: s.RunnerFailure,
 		WritableRoots: linesToProto(s.WritableRoots), Limits: s.Limits, LimitsReached: s.LimitsReached, Interrupted: s.Interrupted,
-		ProtectedPaths: linesToProto(s.ProtectedPaths), Unprotected: s.Unprotected,
+		ProtectedPaths: linesToProto(s.ProtectedPaths), Unprotected: s.Unprotected, NotEnforced: s.NotEnforced,
 	}
 }
 
@@ -130,7 +130,7 @@ func sandboxFromProto(p *pb.SandboxFacts) *SandboxFacts {
 		Mode: SandboxMode(p.GetMode()), Enforced: p.GetEnforced(), LikelyDenial: p.GetLikelyDenial(),
 		Evidence: linesFromProto(p.GetEvidence()), RunnerFailure: p.GetRunnerFailure(),
 		WritableRoots: linesFromProto(p.GetWritableRoots()), Limits: p.GetLimits(), LimitsReached: p.GetLimitsReached(), Interrupted: p.GetInterrupted(),
-		ProtectedPaths: linesFromProto(p.GetProtectedPaths()), Unprotected: p.GetUnprotected(),
+		ProtectedPaths: linesFromProto(p.GetProtectedPaths()), Unprotected: p.GetUnprotected(), NotEnforced: p.GetNotEnforced(),
 	}
 }
 

@@ -63,7 +63,7 @@ func normSpec(s ExecSpec) ExecSpec {
 func normResult(r RunResult) RunResult {
 	if r.Sandbox != nil {
 		sb := *r.Sandbox
-		sb.Enforced, sb.Evidence = normStrings(sb.Enforced), normStrings(sb.Evidence)
+		sb.Enforced, sb.Evidence, sb.NotEnforced = normStrings(sb.Enforced), normStrings(sb.Evidence), normStrings(sb.NotEnforced)
 		r.Sandbox = &sb
 	}
 	return r
@@ -154,7 +154,8 @@ func TestResultRoundTrip(t *testing.T) {
 		}},
 		{"sandbox facts", RunResult{ExitCode: intPtr(1), Sandbox: &SandboxFacts{
 			Mode: SandboxReadOnly, Enforced: []string{"landlock", "seccomp"}, LikelyDenial: true,
-			Evidence: []string{"touch: cannot touch 'x': Permission denied"},
+			NotEnforced: []string{"network denied by a NetworkPolicy"},
+			Evidence:    []string{"touch: cannot touch 'x': Permission denied"},
 		}}},
 		{"sandbox protected paths", RunResult{ExitCode: intPtr(0), Sandbox: &SandboxFacts{
 			Mode: SandboxWorkspaceWrite, WritableRoots: []string{"/ws"},

@@ -167,6 +167,11 @@ type SandboxFacts struct {
 	Mode SandboxMode `json:"mode"`
 	// Enforced lists the confinements that were in force.
 	Enforced []string `json:"enforced,omitempty"`
+	// NotEnforced lists what the policy asks for that the executor does
+	// not itself enforce or could not apply: a NetworkPolicy only the
+	// cluster's CNI may apply, a limit the platform offers no way to set.
+	// Nothing here is in force as far as the executor knows.
+	NotEnforced []string `json:"notEnforced,omitempty"`
 	// LikelyDenial is set when the output suggests the sandbox refused
 	// something; Evidence holds the lines that suggest it.
 	LikelyDenial bool     `json:"likelyDenial"`

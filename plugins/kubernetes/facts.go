@@ -18,21 +18,19 @@ const terminationLog = corev1.TerminationMessagePathDefault
 // container whatever its root.
 const etcHosts = "/etc/hosts"
 
-// notEnforced begins each line of a result's Enforced facts that names a
-// protection the executor asked the cluster for but does not itself
-// enforce, nor check: the contract's facts have no list of their own for
-// these, and a result must never imply a protection it may not have.
-const notEnforced = "NOT enforced by the executor: "
-
 // networkFact is the fact of a mode without network: its pod is selected
 // by a NetworkPolicy denying all ingress and egress, which only a CNI
 // that enforces NetworkPolicy applies (a bridge CNI, for one, does not).
-const networkFact = notEnforced + "network denied (ingress and egress) by a NetworkPolicy selecting the pod alone; " +
+// It is a fact the executor does not enforce (SandboxFacts.NotEnforced).
+const networkFact = "network denied (ingress and egress) by a NetworkPolicy selecting the pod alone; " +
 	"in force only where the cluster's CNI enforces NetworkPolicy, which the executor does not check"
 
 // processesFact says why processes are not bounded per pod.
-const processesFact = notEnforced + "processes: a pod's pids limit is the kubelet's (podPidsLimit), not the Pod API's; " +
+const processesFact = "processes: a pod's pids limit is the kubelet's (podPidsLimit), not the Pod API's; " +
 	"sandboxPolicy.limits.processes is not applied"
+
+// protectedFact says why the workspace has no protected paths.
+const protectedFact = "protected paths: the workspace is writable throughout (no read-only paths inside it)"
 
 // setIDFact is what the agent's --no-setid enforces in a created pod: a
 // set-id file left on the workspace's volume could lend the pod's uid or
@@ -90,7 +88,7 @@ func shapeFacts(s Settings, mode pluginapi.SandboxMode, sh shape, tmpMiB int64, 
 		f.Enforced = append(f.Enforced, "user: "+s.User+", runAsNonRoot (shell.user)")
 	}
 	if sh.denyNetwork {
-		f.Enforced = append(f.Enforced, networkFact)
+		f.NotEnforced = append(f.NotEnforced, networkFact)
 	} else {
 		f.Enforced = append(f.Enforced, "network: the pod's (not denied in this mode)")
 	}
@@ -111,10 +109,10 @@ func shapeFacts(s Settings, mode pluginapi.SandboxMode, sh shape, tmpMiB int64, 
 		f.Limits = append(f.Limits, "cpu "+c.String()+" (the container's cpu limit)")
 	}
 	if p := s.SandboxPolicy.Limits.Processes; p == nil || *p > 0 {
-		f.Enforced = append(f.Enforced, processesFact)
+		f.NotEnforced = append(f.NotEnforced, processesFact)
 	}
 	if mode == pluginapi.SandboxWorkspaceWrite && sh.workspaceDir != "" {
-		f.Enforced = append(f.Enforced, notEnforced+"protected paths: the workspace is writable throughout (no read-only paths inside it)")
+		f.NotEnforced = append(f.NotEnforced, protectedFact)
 	}
 	return f
 }

@@ -1121,7 +1121,10 @@ type SandboxFacts struct {
 	// and not to be created (paths, so bytes).
 	ProtectedPaths [][]byte `protobuf:"bytes,10,rep,name=protected_paths,json=protectedPaths,proto3" json:"protected_paths,omitempty"`
 	// The default protected paths the settings unprotected, by name.
-	Unprotected   []string `protobuf:"bytes,11,rep,name=unprotected,proto3" json:"unprotected,omitempty"`
+	Unprotected []string `protobuf:"bytes,11,rep,name=unprotected,proto3" json:"unprotected,omitempty"`
+	// Protections the policy asks for that the executor does not itself
+	// enforce (another party may, or nobody): never to be read as in force.
+	NotEnforced   []string `protobuf:"bytes,12,rep,name=not_enforced,json=notEnforced,proto3" json:"not_enforced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1229,6 +1232,13 @@ func (x *SandboxFacts) GetProtectedPaths() [][]byte {
 func (x *SandboxFacts) GetUnprotected() []string {
 	if x != nil {
 		return x.Unprotected
+	}
+	return nil
+}
+
+func (x *SandboxFacts) GetNotEnforced() []string {
+	if x != nil {
+		return x.NotEnforced
 	}
 	return nil
 }
@@ -2439,7 +2449,7 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"spill_path\x18\x04 \x01(\tR\tspillPath\x12'\n" +
 	"\x0fspill_truncated\x18\x05 \x01(\bR\x0espillTruncated\x12\x1f\n" +
 	"\vspill_error\x18\x06 \x01(\tR\n" +
-	"spillError\"\xf9\x02\n" +
+	"spillError\"\x9c\x03\n" +
 	"\fSandboxFacts\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1a\n" +
 	"\benforced\x18\x02 \x03(\tR\benforced\x12#\n" +
@@ -2452,7 +2462,8 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0elimits_reached\x18\t \x03(\tR\rlimitsReached\x12'\n" +
 	"\x0fprotected_paths\x18\n" +
 	" \x03(\fR\x0eprotectedPaths\x12 \n" +
-	"\vunprotected\x18\v \x03(\tR\vunprotected\"\xea\x03\n" +
+	"\vunprotected\x18\v \x03(\tR\vunprotected\x12!\n" +
+	"\fnot_enforced\x18\f \x03(\tR\vnotEnforced\"\xea\x03\n" +
 	"\tRunResult\x12 \n" +
 	"\texit_code\x18\x01 \x01(\x03H\x00R\bexitCode\x88\x01\x01\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\tR\x06signal\x12\x1b\n" +
