@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dsh-host/dsh-host/internal/hostid"
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/plugins/localexec"
 )
 
 // PodTemplate is the part of a created pod's spec the settings give,
@@ -206,6 +208,15 @@ func podShape(s Settings, mode pluginapi.SandboxMode) shape {
 	}
 	if uid != nil {
 		ctr.SecurityContext.RunAsNonRoot = new(*uid != 0)
+	}
+	if sh.denyNetwork {
+		// Package managers fail at once instead of retrying for minutes,
+		// as in the other sandboxes without network; the agent, exec'd
+		// into the container, and its commands inherit the container's
+		// variables.
+		for _, k := range slices.Sorted(maps.Keys(localexec.OfflineEnv)) {
+			ctr.Env = append(ctr.Env, corev1.EnvVar{Name: k, Value: localexec.OfflineEnv[k]})
+		}
 	}
 	volumes := []corev1.Volume{
 		{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -45,13 +47,19 @@ func TestAPodsShapeFollowsThePolicy(t *testing.T) {
 			t.Errorf("%s: the pod's mode label: %q", mode, sh.pod.Labels[labelMode])
 		}
 	}
-	// Without network, the sandboxed modes deny it, danger-full-access
-	// does not.
+	// Without network, the sandboxed modes deny it (a fact the executor
+	// does not enforce) and tell package managers not to retry;
+	// danger-full-access does neither.
 	s.SandboxPolicy.Network = false
 	for _, mode := range modes {
-		if sh := podShape(s, mode); sh.denyNetwork != (mode != pluginapi.SandboxDangerFullAccess) ||
-			slices.Contains(sh.facts.Enforced, networkFact) != sh.denyNetwork {
-			t.Errorf("%s: denies the network: %v, facts %q", mode, sh.denyNetwork, sh.facts.Enforced)
+		sh := podShape(s, mode)
+		if sh.denyNetwork != (mode != pluginapi.SandboxDangerFullAccess) ||
+			slices.Contains(sh.facts.NotEnforced, networkFact) != sh.denyNetwork || slices.Contains(sh.facts.Enforced, networkFact) {
+			t.Errorf("%s: denies the network: %v, facts %q, not enforced %q", mode, sh.denyNetwork, sh.facts.Enforced, sh.facts.NotEnforced)
+		}
+		env := sh.pod.Spec.Containers[0].Env
+		if offline := slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == "PIP_RETRIES" && e.Value == "1" }); offline != sh.denyNetwork {
+			t.Errorf("%s: the container's variables %v: PIP_RETRIES=1 %v; want %v", mode, env, offline, sh.denyNetwork)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
+	"github.com/dsh-host/dsh-host/pluginapi/pluginapitest"
 	"github.com/dsh-host/dsh-host/plugins/kubernetes"
 )
 
@@ -300,4 +301,17 @@ func TestAPolicyAPodCannotTakeIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "a pod cannot mount") {
 		t.Errorf("writable roots: %v; want the reason: a pod cannot mount this machine's directories", err)
 	}
+}
+
+// The container executor's sandbox cases pass in pods: the modes' shapes,
+// the default mode, the limits (or the facts saying which are not
+// enforced), a policy refused, offline failures read as denials. The
+// workspace is an emptyDir at /work; the executor takes no writable roots.
+func TestSandboxCases(t *testing.T) {
+	c := sandboxed(t)
+	pluginapitest.RunSandbox(t, func(t *testing.T) pluginapi.ShellExecutor { return kubernetes.New() },
+		pluginapitest.SandboxOptions{
+			Settings:  c.settings(t, map[string]any{"image": c.image, "workspace": map[string]any{"mountPath": "/work"}}),
+			Workspace: "/work",
+		})
 }
