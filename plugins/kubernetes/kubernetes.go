@@ -117,10 +117,13 @@ type Settings struct {
 	// agent started, for sessions to claim (pool.go); 0, the default:
 	// none. Not for an attached pod.
 	Pool int `json:"pool,omitempty"`
+	// Partitioning: pods per session (partition.go).
+	Partitioning
 }
 
 var ownKeys = []string{"kubeconfig", "context", "namespace", "image", "imagePullPolicy", "pod", "container", "agent", "startTimeoutMs", "forwardEnv",
-	"selector", pluginapi.SandboxPolicySetting, "user", "serviceAccountToken", "podTemplate", "workspace", "pool"}
+	"selector", pluginapi.SandboxPolicySetting, "user", "serviceAccountToken", "podTemplate", "workspace", "pool",
+	"podPerSession", "maxSessions"}
 
 const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig file (default: KUBECONFIG, then ~/.kube/config, else the in-cluster config)"},
     "context": {"type": "string", "description": "the kubeconfig's context (default: its current context)"},
@@ -141,11 +144,12 @@ const ownSchema = `"kubeconfig": {"type": "string", "description": "kubeconfig f
     "` + pluginapi.SandboxPolicySetting + `": ` + PolicySchema
 
 // SettingsSchema is the JSON Schema of the Kubernetes executor's settings.
-var SettingsSchema = remoteexec.SettingsSchema("shell (kubernetes)", ownSchema)
+var SettingsSchema = remoteexec.SettingsSchema("shell (kubernetes)", ownSchema+partitionSchema)
 
 // New returns the Kubernetes executor.
 func New() *Executor {
-	pl := newPool()
+	swept := &sweptSet{}
+	pl := newPool(swept)
 	return &Executor{pool: pl, Modes: remoteexec.NewModes(remoteexec.ModesConfig{
 		Description: pluginapi.Description{
 			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
@@ -155,8 +159,14 @@ func New() *Executor {
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
 		},
 		Split: split, Modes: sandboxModes, Describe: describe,
-		NewTarget: func(mode pluginapi.SandboxMode, _ string) remoteexec.ModeTarget { return &target{mode: mode, pool: pl} },
-		Executor:  "the kubernetes executor", Unit: "pod", IDPrefix: "k",
+		NewTarget: func(mode pluginapi.SandboxMode, partition string) remoteexec.ModeTarget {
+			return &target{mode: mode, partition: partition, pool: pl, swept: swept}
+		},
+		Partitions: func(target []byte) (bool, int, string) {
+			per, max := partitions(settingsOf(target))
+			return per, max, "shell.maxSessions"
+		},
+		Executor: "the kubernetes executor", Unit: "pod", IDPrefix: "k",
 	})}
 }
 
@@ -166,6 +176,9 @@ func New() *Executor {
 // created then). It never deletes a pod it attached to.
 type target struct {
 	mode pluginapi.SandboxMode
+	// partition is the partition the target's pods serve ("" for every
+	// partition when pods are not per session).
+	partition string
 	// pool has pods ready to claim (nil for the pool's own target).
 	pool *pool
 	mu   sync.Mutex
@@ -173,9 +186,9 @@ type target struct {
 	// target's part of the settings it was created for.
 	kept    *pod
 	keptFor string
-	// swept are the namespaces (of clusters) a sweep ran in; leases
-	// release this process's Leases the target holds.
-	swept  map[string]bool
+	// swept are the namespaces (of clusters) a sweep ran in, the
+	// executor's; leases release this process's Leases the target holds.
+	swept  *sweptSet
 	leases map[string]func(context.Context) error
 	// facts are what the last pod opened enforces; offline, that its
 	// mode denies the network.
@@ -262,6 +275,9 @@ func (t *target) podFor(ctx context.Context, c *cluster, s Settings, raw string)
 		return nil, false, err
 	}
 	sh := podShape(s, t.mode)
+	if t.partition != "" {
+		sh.pod.Labels[labelPartition] = labelValue(t.partition)
+	}
 	if p, err = c.create(ctx, s, sh); err != nil {
 		return nil, false, err
 	}
@@ -281,7 +297,7 @@ func (t *target) claim(ctx context.Context, c *cluster, own, agent []byte) *remo
 	if t.pool == nil || t.kept != nil && t.keptFor == string(own) {
 		return nil
 	}
-	w := t.pool.claim(t.mode, own, agent)
+	w := t.pool.claim(t.mode, t.partition, own, agent)
 	if w == nil {
 		return nil
 	}
@@ -289,10 +305,7 @@ func (t *target) claim(ctx context.Context, c *cluster, own, agent []byte) *remo
 	// of its own (the pool holds it too: no call to the API), and the
 	// pool swept the namespace; the pool's pod takes the place of one
 	// that no longer fits the settings.
-	if t.swept == nil {
-		t.swept = map[string]bool{}
-	}
-	t.swept[c.key()] = true
+	t.swept.first(c.key())
 	err := t.prepare(ctx, c)
 	if err == nil {
 		err = t.dropKept(ctx)
@@ -309,11 +322,7 @@ func (t *target) claim(ctx context.Context, c *cluster, own, agent []byte) *remo
 
 func (t *target) prepare(ctx context.Context, c *cluster) error {
 	key := c.key()
-	if !t.swept[key] {
-		if t.swept == nil {
-			t.swept = map[string]bool{}
-		}
-		t.swept[key] = true
+	if t.swept.first(key) {
 		c.sweep(ctx)
 	}
 	if _, ok := t.leases[key]; ok {

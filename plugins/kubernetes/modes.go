@@ -17,9 +17,10 @@ import (
 // its own shape: the executor then does not sandbox (Describe's mode is
 // empty, a mode asked for is refused), and every command runs in that
 // one pod. The layer of modes is the container executor's,
-// remoteexec.Modes; the pods of a mode serve every partition (no pod per
-// session yet). With shell.pool, pods of the default mode are kept ready
-// for its sessions to claim (pool.go).
+// remoteexec.Modes, and so is its partitioning: each partition (an MCP
+// session over HTTP) gets pods of its own (partition.go). With
+// shell.pool, pods of the default mode are kept ready for sessions to
+// claim (pool.go).
 type Executor struct {
 	*remoteexec.Modes
 	pool *pool

@@ -123,12 +123,18 @@ func (s Settings) check() error {
 			return fmt.Errorf("%w: selector %q: %v", pluginapi.ErrInvalidSettings, s.Selector, err)
 		}
 	}
+	if s.MaxSessions < 0 {
+		return fmt.Errorf("%w: maxSessions %d is negative", pluginapi.ErrInvalidSettings, s.MaxSessions)
+	}
 	if s.Pod != "" && s.Selector != "" {
 		return fmt.Errorf("%w: pod and selector: attach to a pod by name or by a label selector, not both", pluginapi.ErrInvalidSettings)
 	}
 	if s.attaching() {
 		for key, set := range map[string]bool{"podTemplate": s.PodTemplate != nil, "workspace": s.Workspace != nil, "user": s.User != "",
 			"serviceAccountToken": s.ServiceAccountToken, "imagePullPolicy": s.ImagePullPolicy != "", "pool": s.Pool != 0,
+			// Every session shares an attached pod: pods per session
+			// would be a promise the executor cannot keep.
+			"podPerSession": s.PodPerSession != nil && *s.PodPerSession, "maxSessions": s.MaxSessions != 0,
 			// The sandbox section too: accepted, it would say a protection
 			// the executor does not give.
 			pluginapi.SandboxPolicySetting + " (the settings file's sandbox section)": !reflect.ValueOf(s.SandboxPolicy).IsZero()} {

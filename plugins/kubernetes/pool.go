@@ -64,7 +64,7 @@ type warmPod struct {
 	shape shape
 }
 
-func newPool() *pool { return &pool{owner: &target{}} }
+func newPool(swept *sweptSet) *pool { return &pool{owner: &target{swept: swept}} }
 
 // configure takes the settings' target and agent parts (as split gives
 // them): pods that do not fit them go, and the pool fills to their size.
@@ -135,7 +135,7 @@ func (pl *pool) fillOne(gen int, own, agent string, mode pluginapi.SandboxMode) 
 		w.discard(ctx)
 		return
 	}
-	w.pod.label(ctx, poolReady)
+	w.pod.label(ctx, poolReady, "")
 }
 
 // start creates a pod of mode and starts its agent, as a session's target
@@ -173,8 +173,9 @@ func (pl *pool) start(own, agent string, mode pluginapi.SandboxMode) (*warmPod, 
 }
 
 // claim takes a ready pod of mode for the settings own and agent, if
-// there is one, and starts its replacement.
-func (pl *pool) claim(mode pluginapi.SandboxMode, own, agent []byte) *warmPod {
+// there is one, for partition ("" for every partition), and starts its
+// replacement.
+func (pl *pool) claim(mode pluginapi.SandboxMode, partition string, own, agent []byte) *warmPod {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.closed || mode != pl.mode || string(own) != pl.own || string(agent) != pl.agent || len(pl.ready) == 0 {
@@ -188,7 +189,7 @@ func (pl *pool) claim(mode pluginapi.SandboxMode, own, agent []byte) *warmPod {
 		defer pl.fills.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 		defer cancel()
-		w.pod.label(ctx, poolClaimed)
+		w.pod.label(ctx, poolClaimed, partition)
 	}()
 	return w
 }
@@ -222,10 +223,15 @@ func (w *warmPod) discard(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// label sets the pod's labelPool, for whoever watches the pool (a bench,
+// label sets the pod's labelPool, and labelPartition to the partition
+// that claimed it (when one did), for whoever watches the pool (a bench,
 // an operator); a failure is only logged.
-func (p *pod) label(ctx context.Context, state string) {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{labelPool: state}}})
+func (p *pod) label(ctx context.Context, state, partition string) {
+	labels := map[string]string{labelPool: state}
+	if partition != "" {
+		labels[labelPartition] = labelValue(partition)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	_, err := p.c.cs.CoreV1().Pods(p.c.namespace).Patch(ctx, p.name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		logf("kubernetes: labelling %s %s: %v\n", p, state, err)

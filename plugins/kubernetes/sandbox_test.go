@@ -278,7 +278,8 @@ func TestAUserRunsThePodNonRoot(t *testing.T) {
 
 // A policy the executor cannot take is refused at Configure: writable
 // roots (this machine's directories, which a pod cannot mount), a mode it
-// does not know, a negative limit; and so is a user that is not numeric.
+// does not know, a negative limit; and so are a user that is not numeric,
+// a negative maxSessions, and pods per session for an attached pod.
 func TestAPolicyAPodCannotTakeIsRefused(t *testing.T) {
 	for _, tt := range []struct{ settings, want string }{
 		{`{"image": "i", "sandboxPolicy": {"writableRoots": ["/srv/data"]}}`, "writableRoots"},
@@ -287,6 +288,8 @@ func TestAPolicyAPodCannotTakeIsRefused(t *testing.T) {
 		{`{"image": "i", "sandboxPolicy": {"bogus": 1}}`, "bogus"},
 		{`{"image": "i", "user": "nobody"}`, "user"},
 		{`{"pod": "p", "workspace": {"mountPath": "/w"}}`, "workspace"},
+		{`{"pod": "p", "podPerSession": true}`, "podPerSession"},
+		{`{"image": "i", "maxSessions": -1}`, "maxSessions"},
 	} {
 		x := kubernetes.New()
 		err := x.Configure(t.Context(), []byte(tt.settings))
