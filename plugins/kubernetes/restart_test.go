@@ -11,13 +11,21 @@ import (
 	"github.com/dsh-host/dsh-host/plugins/kubernetes"
 )
 
-// An API server restart under a run drops the agent's exec stream: the run
-// settles as interrupted, with its output so far, never as a success; the
-// agent, its stdin closed, kills what it ran; and the next call
-// reconnects to the same pod (its name and UID), where a file an earlier
-// command left in /tmp is still there. The run's sleep is looked for in
-// this machine's /proc: the cluster's only node is this machine.
-func TestAnAPIServerRestartInterruptsTheRun(t *testing.T) {
+// A restart of the API server, or of the kubelet (which carries the exec
+// stream from the API server to the container runtime), under a run drops
+// the agent's exec stream: the run settles as interrupted, with its output
+// so far, never as a success; the agent, its stdin closed, kills what it
+// ran; and the next call reconnects to the same pod (its name and UID),
+// where a file an earlier command left in /tmp is still there. The run's
+// sleep is looked for in this machine's /proc: the cluster's only node is
+// this machine.
+func TestARestartInterruptsTheRun(t *testing.T) {
+	for _, daemon := range []string{"kube-apiserver", "kubelet"} {
+		t.Run(daemon, func(t *testing.T) { restartUnderARun(t, daemon) })
+	}
+}
+
+func restartUnderARun(t *testing.T, daemon string) {
 	c := cluster(t)
 	restart := os.Getenv("DSH_TEST_K8S_RESTART")
 	if restart == "" {
@@ -34,16 +42,16 @@ func TestAnAPIServerRestartInterruptsTheRun(t *testing.T) {
 	}
 	before := c.executorPod(t)
 	ran := runInBackground(t, x, "echo started; sleep 1007")
-	if out, err := exec.Command(restart, "kube-apiserver").CombinedOutput(); err != nil {
-		t.Fatalf("restarting kube-apiserver: %v: %s", err, out)
+	if out, err := exec.Command(restart, daemon).CombinedOutput(); err != nil {
+		t.Fatalf("restarting %s: %v: %s", daemon, err, out)
 	}
 	select {
 	case o := <-ran:
 		if o.err != nil || o.res.ExitCode != nil || o.res.Stdout.Text != "started\n" || !strings.Contains(o.res.Interrupted, "ended under the command") {
-			t.Errorf("the run whose stream dropped: %+v, %v; want a result interrupted by the lost session, with its output so far", o.res, o.err)
+			t.Errorf("the run whose stream dropped with %s: %+v, %v; want a result interrupted by the lost session, with its output so far", daemon, o.res, o.err)
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatal("the run whose stream dropped was still waiting 60s after the API server's restart")
+		t.Fatalf("the run whose stream dropped was still waiting 60s after %s's restart", daemon)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		out, err := exec.Command("pgrep", "-f", "sleep 1007").Output()
