@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dsh-host/dsh-host/internal/k8stestlock"
 	"github.com/dsh-host/dsh-host/pluginapi"
 )
 
@@ -53,7 +54,8 @@ type k8sCluster struct {
 
 // kubernetesCluster is the cluster under test, with a new namespace,
 // DSH_TEST_K8S_NAMESPACE-mcp-RANDOM, made for the test. The test is
-// skipped without a cluster, and fails under CI=true. At the test's end
+// skipped without a cluster, and fails under CI=true. It holds the
+// cluster's test lock shared (k8stestlock). At the test's end
 // the namespace must hold no pod, Lease or NetworkPolicy (the test fails
 // otherwise); it is then deleted, and waited for until it is gone.
 func kubernetesCluster(t *testing.T) *k8sCluster {
@@ -63,6 +65,9 @@ func kubernetesCluster(t *testing.T) *k8sCluster {
 			skipOrFail(t, "no cluster: %s is not set (set KUBECONFIG, DSH_TEST_K8S_IMAGE and DSH_TEST_K8S_NAMESPACE; .ci/k8s up starts one, and .ci/run does under CI=true)", k)
 		}
 	}
+	// The API server must answer throughout: a test of plugins/kubernetes
+	// that restarts it waits, and this one waits for it.
+	k8stestlock.Shared(t)
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-host/dsh-host/internal/k8stestlock"
 	"github.com/dsh-host/dsh-host/pluginapi"
 	"github.com/dsh-host/dsh-host/plugins/kubernetes"
 )
@@ -27,6 +28,9 @@ func TestARestartInterruptsTheRun(t *testing.T) {
 
 func restartUnderARun(t *testing.T, daemon string) {
 	c := cluster(t)
+	// Other packages' tests of the cluster (integration's) wait until the
+	// API server is back.
+	k8stestlock.Exclusive(t)
 	restart := os.Getenv("DSH_TEST_K8S_RESTART")
 	if restart == "" {
 		t.Fatal("DSH_TEST_K8S_RESTART is not set (.ci/k8s sets it)")
