@@ -441,3 +441,108 @@ func TestKubernetesRunSandboxFacts(t *testing.T) {
 		t.Errorf("once dsh-host run exited, %s still holds %v", c.namespace, left)
 	}
 }
+
+// sessionPods lists the pods that serve partition (an MCP session's id).
+func (c *k8sCluster) sessionPods(t *testing.T, partition string) []string {
+	t.Helper()
+	list, err := c.cs.CoreV1().Pods(c.namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "dsh-host.dev/executor=kubernetes,dsh-host.dev/partition=" + partition,
+	})
+	if err != nil {
+		t.Fatalf("listing session %s's pods: %v", partition, err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// Two MCP sessions over HTTP, with the kubernetes executor, run in pods of
+// their own: from A, /proc shows none of B's job (its command line, the
+// variable it exported), and A's kill of B's pid fails, B's job running
+// on. Once A's session ends and its jobs' grace is over, A's pod is gone
+// (the API server says so) and B's is not; the server's end removes B's,
+// and nothing of theirs is left in the namespace.
+func TestKubernetesMCPHTTPSessionsGetPodsOfTheirOwn(t *testing.T) {
+	c := kubernetesCluster(t)
+	dir, err := kubernetesPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := scenario(t)
+	settings := c.settings(t, tokenSettings("idleTimeoutMs: 60000", "jobGraceMs: 500"))
+	srv := startHTTPServerArgs(t, tag, []string{"--plugin-dir", dir, "--executor", "kubernetes", "--settings", settings}, "DSH_TEST_MCP_TOKEN="+testToken)
+	a, _ := httpSession(t, srv.url, testToken)
+	b, _ := httpSession(t, srv.url, testToken)
+	idA, idB := a.ID(), b.ID()
+
+	// B's job gets a pid beyond any of A's few commands: A's kill of it
+	// names no process there, rather than, by chance, one of A's own.
+	if out, isErr := call(t, b, "bash", map[string]any{"command": `for i in {1..600}; do ( : ); done`}); isErr {
+		t.Fatalf("B's forks: %s", out)
+	}
+	mark := fmt.Sprintf("session-b-secret-%d", time.Now().UnixNano())
+	out, isErr := call(t, b, "bash", map[string]any{"command": "export MARK=" + mark + "; echo $$; exec sleep 7774", "run_in_background": true})
+	if isErr {
+		t.Fatalf("B's job: %s", out)
+	}
+	jobB := jobIDPattern.FindString(out)
+	out, _ = call(t, b, "job_output", map[string]any{"job_id": jobB, "wait_ms": 20000})
+	pidB := regexp.MustCompile(`^\d+`).FindString(out)
+	if pidB == "" {
+		t.Fatalf("B's job printed no pid: %q", out)
+	}
+	if out, isErr := call(t, a, "bash", map[string]any{"command": "exec sleep 6665", "run_in_background": true}); isErr {
+		t.Fatalf("A's job: %s", out)
+	}
+	var fromA string
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(fromA, "sleep 6665"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("A does not see its own job (sleep 6665), so what it does not see proves nothing:\n%s", fromA)
+		}
+		fromA, _ = call(t, a, "bash", map[string]any{"command": everyProcess})
+	}
+	if strings.Contains(fromA, "sleep 7774") || strings.Contains(fromA, mark) {
+		t.Errorf("session A sees session B's job (sleep 7774, or its environment's %s):\n%s", mark, fromA)
+	}
+	fromB, _ := call(t, b, "bash", map[string]any{"command": everyProcess})
+	if !strings.Contains(fromB, "sleep 7774") || strings.Contains(fromB, "sleep 6665") {
+		t.Errorf("session B sees (want its own sleep 7774, none of A's sleep 6665):\n%s", fromB)
+	}
+	if out, _ := call(t, a, "bash", map[string]any{"command": "kill -KILL " + pidB + "; echo $?"}); strings.HasPrefix(out, "0\n") || !strings.Contains(out, "No such process") {
+		t.Errorf("A's kill of B's pid %s: %q, want no such process", pidB, out)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if out, _ := call(t, b, "jobs", nil); !strings.Contains(out, jobB+"\trunning") {
+		t.Errorf("B's job after A killed pid %s: %q, want it running", pidB, out)
+	}
+
+	podsA, podsB := c.sessionPods(t, idA), c.sessionPods(t, idB)
+	hostA, _ := call(t, a, "bash", map[string]any{"command": "hostname"})
+	hostB, _ := call(t, b, "bash", map[string]any{"command": "hostname"})
+	if len(podsA) != 1 || len(podsB) != 1 || podsA[0] != hostA || podsB[0] != hostB {
+		t.Fatalf("session A's pods %v (it runs in %s), session B's %v (it runs in %s): want one each, the one it runs in", podsA, hostA, podsB, hostB)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); len(c.sessionPods(t, idA)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("session A closed, its jobs' grace 500 ms: its pod %v is still there after 15s", c.sessionPods(t, idA))
+		}
+	}
+	if pods := c.sessionPods(t, idB); len(pods) != 1 {
+		t.Errorf("session B's pods after A's end: %v, want its one", pods)
+	}
+	if out, _ := call(t, b, "jobs", nil); !strings.Contains(out, jobB+"\trunning") {
+		t.Errorf("B's job after A's end: %q, want it running", out)
+	}
+	srv.stop(t)
+	if srv.code != 0 {
+		t.Errorf("dsh-host mcp --http exited %d on SIGTERM, want 0", srv.code)
+	}
+	if left := c.left(t); len(left) > 0 {
+		t.Errorf("once the server exited, %s still holds %v", c.namespace, left)
+	}
+}
