@@ -3,7 +3,7 @@
 // time, and a test that restarts a part of the cluster (its API server)
 // would cut the streams of another package's test in flight. Such a test
 // holds the lock exclusively; a test that needs the cluster to answer
-// throughout holds it shared. The lock is a file lock (flock) in the
-// temporary directory, named for the kubeconfig, released when the test
-// ends (or its process does).
+// throughout holds it shared. The lock is a file lock (flock) beside the
+// kubeconfig, named for it, released when the test ends (or its process
+// does).
 package k8stestlock

@@ -24,11 +24,12 @@ func Shared(t testing.TB) { hold(t, unix.LOCK_SH) }
 // holds it shared runs meanwhile.
 func Exclusive(t testing.TB) { hold(t, unix.LOCK_EX) }
 
-// lockPath is the lock's file: the temporary directory's, named for
-// the kubeconfig.
+// lockPath is the lock's file, beside the kubeconfig: the same for
+// every test of the cluster, whatever TMPDIR each test process has.
 func lockPath() string {
-	sum := sha256.Sum256([]byte(os.Getenv("KUBECONFIG")))
-	return filepath.Join(os.TempDir(), "dsh-k8s-test-"+hex.EncodeToString(sum[:6])+".lock")
+	kc := os.Getenv("KUBECONFIG")
+	sum := sha256.Sum256([]byte(kc))
+	return filepath.Join(filepath.Dir(kc), "dsh-k8s-test-"+hex.EncodeToString(sum[:6])+".lock")
 }
 
 func hold(t testing.TB, how int) {
