@@ -21,7 +21,7 @@ import (
 // term is a real program on a real pty, its output fed into a Screen and
 // the Screen's replies written back, as the terminal job will run.
 type term struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	pty     *os.File
 	screen  *termscreen.Screen
@@ -35,7 +35,7 @@ type term struct {
 // group) of its own. At the test's end the program is gone: it was waited
 // for, or its group killed and then waited for, and no process of its
 // group is left.
-func startTerm(t *testing.T, cols, rows int, argv ...string) *term {
+func startTerm(t testing.TB, cols, rows int, argv ...string) *term {
 	t.Helper()
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -273,5 +273,33 @@ func TestCursorQueryAnswered(t *testing.T) {
 	tm := startTerm(t, 80, 24, "bash", "--norc", "--noprofile", "-c",
 		`printf 'abc\e[6n'; IFS= read -r -s -d R -t 10 pos && printf '\nat %s\n' "${pos#*[}"`)
 	tm.waitText("at 1;4")
+	tm.waitExit()
+}
+
+// BenchmarkKeystrokeEcho is a keystroke's round trip through a terminal
+// job: a key parsed by termkeys and written to bash's pty, until the
+// screen shows its echo. tmux's send-keys and capture-pane do the same.
+func BenchmarkKeystrokeEcho(b *testing.B) {
+	tm := startTerm(b, 80, 24, "bash", "--norc", "--noprofile", "-i")
+	_, _ = tm.pty.Write([]byte("PS1='$ '\n"))
+	tm.waitScreen("a prompt", func(s termscreen.Snapshot) bool { return strings.HasSuffix(s.Text, "$") && s.CursorCol == 2 })
+	typed := 0
+	for b.Loop() {
+		if typed == 70 {
+			b.StopTimer()
+			tm.send("<C-u>")
+			tm.waitScreen("the line cleared", func(s termscreen.Snapshot) bool { return strings.HasSuffix(s.Text, "$") })
+			typed = 0
+			b.StartTimer()
+		}
+		tm.send("y")
+		typed++
+		want := "$ " + strings.Repeat("y", typed)
+		for !strings.HasSuffix(tm.screen.Snapshot().Text, want) {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	b.StopTimer()
+	tm.send("<C-u>exit<Enter>")
 	tm.waitExit()
 }
