@@ -199,8 +199,20 @@ func (s *Screen) Write(p []byte) (n int, err error) {
 			n, err = len(p), nil
 		}
 	}()
-	return s.emu.Write(p)
+	// The emulator gathers a grapheme cluster until a write ends, so a
+	// write's size bounds what one cell holds: "e" and a megabyte of
+	// combining accents is one cell of a megabyte.
+	for rest := p; len(rest) > 0; {
+		k := min(len(rest), maxCluster)
+		_, _ = s.emu.Write(rest[:k])
+		rest = rest[k:]
+	}
+	return len(p), nil
 }
+
+// maxCluster bounds the bytes a cell holds; a grapheme cluster of
+// characters (an emoji sequence, accents) takes a few dozen.
+const maxCluster = 4096
 
 // resetLocked replaces the emulator with a blank one of the same size;
 // the old one's forwarder ends.

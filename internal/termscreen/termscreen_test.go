@@ -317,3 +317,17 @@ func TestHugeCounts(t *testing.T) {
 		t.Errorf("bounded counts render %q", got.Text)
 	}
 }
+
+// A character with a flood of combining marks stays a character of
+// bounded size, however the output comes.
+func TestCombiningFlood(t *testing.T) {
+	s := newScreen(t, 20, 5)
+	write(t, s, "e"+strings.Repeat("\u0301", 1<<20)+"x")
+	got := s.Snapshot()
+	if len(got.Text) > 8192 {
+		t.Errorf("the screen holds %d bytes", len(got.Text))
+	}
+	if !strings.HasPrefix(got.Text, "e\u0301") || !strings.HasSuffix(got.Text, "x") || got.CursorCol != 2 {
+		t.Errorf("the screen shows %q... at column %d", got.Text[:min(len(got.Text), 10)], got.CursorCol)
+	}
+}
