@@ -39,6 +39,9 @@ func startTerm(t testing.TB, cols, rows int, argv ...string) *term {
 	t.Helper()
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed: under CI=true .ci/run installs it", argv[0])
+		}
 		t.Skipf("%s is not installed", argv[0])
 	}
 	home := t.TempDir()
