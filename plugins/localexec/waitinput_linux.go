@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-host/dsh-host/internal/procstat"
 )
 
 // Waiting for input is read from /proc: a process waits for input when it
@@ -73,6 +75,9 @@ func (p *proc) waitingForInput() bool {
 // blockedReading says whether process pid is blocked in a system call
 // that reads, or waits to read, a descriptor for which reads is true.
 func blockedReading(pid int, reads func(st *unix.Stat_t) bool) bool {
+	if info, ok := procstat.Read(pid); !ok || info.State != "S" {
+		return false // running, stopped, or gone: not blocked in a read
+	}
 	dir := "/proc/" + strconv.Itoa(pid)
 	raw, err := os.ReadFile(dir + "/syscall")
 	if err != nil {
