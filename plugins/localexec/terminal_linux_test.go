@@ -2,6 +2,8 @@ package localexec
 
 import (
 	"context"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,5 +118,93 @@ func TestANonInteractiveExecutorRefusesTerminals(t *testing.T) {
 		if _, err := e.Resolve(ctx, req); err == nil || !strings.Contains(err.Error(), `executor "test" does not offer`) {
 			t.Errorf("Resolve(%+v) on an executor that does not offer it: %v", req, err)
 		}
+	}
+}
+
+// openFDs lists this process's open descriptors and what each is.
+func openFDs(t *testing.T) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := map[string]string{}
+	for _, e := range entries {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		fds[e.Name()] = target
+	}
+	return fds
+}
+
+// Terminal and open-stdin jobs leave no descriptor and no goroutine
+// behind once they have finished: those that ended by themselves, those
+// killed while a write to them was blocked, those whose input was closed.
+func TestInteractiveJobsLeaveNothingOpen(t *testing.T) {
+	e := interactiveExecutor(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// One job first: the executor's own lasting descriptors (the spill
+	// directory) and goroutines are then in the baseline.
+	warm := startTerminal(t, e, "true")
+	if _, err := warm.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	before, goroutines := openFDs(t), runtime.NumGoroutine()
+
+	var procs []pluginapi.ShellProcess
+	// Held to the end: a descriptor left open must not be closed by the
+	// finalizer of a handle already dropped.
+	defer runtime.KeepAlive(&procs)
+	for range 3 {
+		done := startTerminal(t, e, "echo hi")
+		procs = append(procs, done)
+
+		blocked := startTerminal(t, e, "sleep 100") // never reads: its terminal's input fills
+		go func() { _ = blocked.(pluginapi.InputWriter).WriteInput(ctx, make([]byte, 1<<20), false) }()
+		procs = append(procs, blocked)
+
+		spec, err := e.Resolve(ctx, pluginapi.ExecRequest{Command: "cat >/dev/null", OpenStdin: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		piped, err := e.Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := piped.(pluginapi.InputWriter).WriteInput(ctx, []byte("bytes"), true); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, piped)
+
+		stuck, err := e.Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, stuck)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, p := range procs {
+		_, _ = p.Kill(ctx)
+		if _, err := p.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after, n := openFDs(t), runtime.NumGoroutine()
+		var leaked []string
+		for fd, target := range after {
+			if _, ok := before[fd]; !ok {
+				leaked = append(leaked, fd+" -> "+target)
+			}
+		}
+		if len(leaked) == 0 && n <= goroutines {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the jobs finished: descriptors left open %v; goroutines %d, were %d", leaked, n, goroutines)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
