@@ -94,10 +94,12 @@ func (in *input) writeLocked(ctx context.Context, data []byte) error {
 
 // resize sets the terminal's size.
 func (in *input) resize(rows, cols int) error {
+	err := setTerminalSize(in.f, rows, cols)
 	if in.ending.Load() {
+		// Before the call, or closed under it.
 		return fmt.Errorf("%w: %v", pluginapi.ErrInputClosed, errInputEnded)
 	}
-	return setTerminalSize(in.f, rows, cols)
+	return err
 }
 
 // end closes the input once the command has finished (for a terminal,
