@@ -250,6 +250,17 @@ func (j *Jobs) start(ctx context.Context, owner string, req pluginapi.ExecReques
 	}
 	shell, gen, started := j.source()
 	defer started()
+	if req.Terminal != nil || req.OpenStdin {
+		// Before Resolve: a plugin built before terminals drops what it
+		// does not know, and would run the command without them.
+		d, err := shell.Describe(ctx)
+		if err != nil {
+			return JobInfo{}, err
+		}
+		if err := pluginapi.CheckOffers(d, req); err != nil {
+			return JobInfo{}, err
+		}
+	}
 	spec, err := shell.Resolve(ctx, req)
 	if err != nil {
 		return JobInfo{}, err
@@ -378,6 +389,38 @@ func (j *Jobs) lookup(owner string, id JobID) (*job, error) {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownJob, id)
 	}
 	return jb, nil
+}
+
+// Input writes data to the job's input, its terminal or its open stdin
+// (a job started with ExecRequest.Terminal or OpenStdin), and then closes
+// it when closeStdin is set (pluginapi.InputWriter). It fails with
+// pluginapi.ErrInputClosed once the job has finished, and with
+// pluginapi.ErrUnsupported for a job without open input.
+func (j *Jobs) Input(ctx context.Context, owner string, id JobID, data []byte, closeStdin bool) error {
+	jb, err := j.lookup(owner, id)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-jb.done:
+		return fmt.Errorf("%w: job %s has finished", pluginapi.ErrInputClosed, id)
+	default:
+	}
+	return pluginapi.WriteInput(ctx, jb.proc, data, closeStdin)
+}
+
+// Resize sets the size of the job's terminal (pluginapi.Resizer).
+func (j *Jobs) Resize(ctx context.Context, owner string, id JobID, rows, cols int) error {
+	jb, err := j.lookup(owner, id)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-jb.done:
+		return fmt.Errorf("%w: job %s has finished", pluginapi.ErrInputClosed, id)
+	default:
+	}
+	return pluginapi.Resize(ctx, jb.proc, rows, cols)
 }
 
 // Output returns what the job wrote since the owner last read it, and the

@@ -45,6 +45,8 @@ var (
 	_ SpillReader     = (*grpcClient)(nil)
 	_ PartitionCloser = (*grpcClient)(nil)
 	_ Releaser        = (*remoteProcess)(nil)
+	_ InputWriter     = (*remoteProcess)(nil)
+	_ Resizer         = (*remoteProcess)(nil)
 )
 
 // NewClient returns a ShellExecutor speaking to a plugin over conn. life is
@@ -109,6 +111,9 @@ func (c *grpcClient) RunLive(ctx context.Context, spec ExecSpec, onOutput func(S
 	if err := checkWireStrings(spec.Partition, spec.Env, spec.DshEnv); err != nil {
 		return RunResult{}, err
 	}
+	if err := CheckForeground(spec.Terminal, spec.OpenStdin); err != nil {
+		return RunResult{}, err
+	}
 	return c.runStream(ctx, &pb.RunStart{Spec: specToProto(spec)}, spec.Timeout(), spec.KillGrace(), onOutput)
 }
 
@@ -122,6 +127,9 @@ const (
 // RunRequest resolves and runs req in one round trip.
 func (c *grpcClient) RunRequest(ctx context.Context, req ExecRequest, onOutput func(Stream, []byte)) (RunResult, error) {
 	if err := checkWireStrings(req.Partition, req.Env, req.DshEnv); err != nil {
+		return RunResult{}, err
+	}
+	if err := CheckForeground(req.Terminal, req.OpenStdin); err != nil {
 		return RunResult{}, err
 	}
 	return c.runStream(ctx, &pb.RunStart{Request: requestToProto(req)}, unknownTimeout, unknownKillGrace, onOutput)
@@ -351,7 +359,45 @@ func (p *remoteProcess) ReadOutput(ctx context.Context) (OutputRead, error) {
 	if e := resp.GetEnds(); e != nil {
 		r.Ends = &StreamEnds{Stdout: e.GetStdout(), Stderr: e.GetStderr()}
 	}
+	r.WaitingForInput = resp.GetWaitingForInput()
 	return r, nil
+}
+
+// WriteInput writes data to the process's input in the plugin. A plugin
+// built before the call does not offer input: ErrUnsupported.
+func (p *remoteProcess) WriteInput(ctx context.Context, data []byte, closeStdin bool) error {
+	msg := &pb.WriteInputRequest{ProcessId: p.id, Data: data, CloseStdin: closeStdin}
+	if err := checkSize(msg); err != nil {
+		return err
+	}
+	if _, err := p.c.client.WriteInput(ctx, msg); err != nil {
+		return olderPlugin(ctx, err, "input to a running command (WriteInput)")
+	}
+	return nil
+}
+
+// Resize sets the size of the process's terminal in the plugin. A plugin
+// built before the call does not offer terminals: ErrUnsupported.
+func (p *remoteProcess) Resize(ctx context.Context, rows, cols int) error {
+	if err := CheckTerminalSize(rows, cols); err != nil {
+		return err
+	}
+	if _, err := p.c.client.Resize(ctx, &pb.ResizeRequest{ProcessId: p.id, Rows: uint32(rows), Cols: uint32(cols)}); err != nil {
+		return olderPlugin(ctx, err, "terminals (Resize)")
+	}
+	return nil
+}
+
+// olderPlugin is fromStatus, saying for a plugin that does not know the
+// call (built before it was in the contract) that it does not offer what.
+func olderPlugin(ctx context.Context, err error, what string) error {
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unimplemented && len(st.Details()) == 0 {
+		return &remoteError{
+			msg:      "pluginapi: not supported by this executor: the plugin does not support " + what + " (built before shellexec terminals and input)",
+			sentinel: ErrUnsupported,
+		}
+	}
+	return fromStatus(ctx, err)
 }
 
 // SpillPaths names the spill files the plugin named when the process

@@ -14,7 +14,7 @@ func describeToProto(d Description) *pb.DescribeResponse {
 		Name: d.Name, Version: d.Version, Platform: d.Platform,
 		SandboxMode: string(d.SandboxMode), SettingsNamespace: d.SettingsNamespace,
 		SettingsSchema: d.SettingsSchema, Services: d.Services, Uncontained: d.Uncontained, Shell: d.Shell,
-		HostReach: reachToProto(d.Reach),
+		HostReach: reachToProto(d.Reach), Terminals: d.Terminals, Input: d.Input,
 	}
 }
 
@@ -23,7 +23,7 @@ func describeFromProto(p *pb.DescribeResponse) Description {
 		Name: p.GetName(), Version: p.GetVersion(), Platform: p.GetPlatform(),
 		SandboxMode: SandboxMode(p.GetSandboxMode()), SettingsNamespace: p.GetSettingsNamespace(),
 		SettingsSchema: p.GetSettingsSchema(), Services: p.GetServices(), Uncontained: p.GetUncontained(), Shell: p.GetShell(),
-		Reach: reachFromProto(p.GetHostReach()),
+		Reach: reachFromProto(p.GetHostReach()), Terminals: p.GetTerminals(), Input: p.GetInput(),
 	}
 }
 
@@ -66,6 +66,7 @@ func requestToProto(r ExecRequest) *pb.ExecRequest {
 		Command: []byte(r.Command), Workdir: []byte(r.Workdir), TimeoutMs: r.TimeoutMs, Stdin: r.Stdin,
 		Env: envToProto(r.Env), DshEnv: envToProto(r.DshEnv), StdoutMaxBytes: r.StdoutMaxBytes, StderrMaxBytes: r.StderrMaxBytes,
 		SandboxMode: string(r.SandboxMode), Partition: r.Partition,
+		Terminal: terminalToProto(r.Terminal), OpenStdin: r.OpenStdin,
 	}
 }
 
@@ -75,6 +76,7 @@ func requestFromProto(p *pb.ExecRequest) ExecRequest {
 		Stdin: p.GetStdin(), Env: envFromProto(p.GetEnv()), DshEnv: envFromProto(p.GetDshEnv()),
 		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
 		SandboxMode: SandboxMode(p.GetSandboxMode()), Partition: p.GetPartition(),
+		Terminal: terminalFromProto(p.GetTerminal()), OpenStdin: p.GetOpenStdin(),
 	}
 }
 
@@ -83,6 +85,7 @@ func specToProto(s ExecSpec) *pb.ExecSpec {
 		Command: []byte(s.Command), Workdir: []byte(s.Workdir), TimeoutMs: s.TimeoutMs, Stdin: s.Stdin,
 		Env: envToProto(s.Env), DshEnv: envToProto(s.DshEnv), StdoutMaxBytes: s.StdoutMaxBytes, StderrMaxBytes: s.StderrMaxBytes,
 		SandboxMode: string(s.SandboxMode), KillGraceMs: s.KillGraceMs, Partition: s.Partition,
+		Terminal: terminalToProto(s.Terminal), OpenStdin: s.OpenStdin,
 	}
 }
 
@@ -92,8 +95,36 @@ func specFromProto(p *pb.ExecSpec) ExecSpec {
 		Stdin: p.GetStdin(), Env: envFromProto(p.GetEnv()), DshEnv: envFromProto(p.GetDshEnv()),
 		StdoutMaxBytes: p.GetStdoutMaxBytes(), StderrMaxBytes: p.GetStderrMaxBytes(),
 		SandboxMode: SandboxMode(p.GetSandboxMode()), KillGraceMs: p.GetKillGraceMs(), Partition: p.GetPartition(),
+		Terminal: terminalFromProto(p.GetTerminal()), OpenStdin: p.GetOpenStdin(),
 	}
 }
+
+// terminalToProto carries a terminal's size; a size the wire cannot carry
+// (negative, or past uint32) goes as 0, which Resolve refuses.
+func terminalToProto(t *Terminal) *pb.Terminal {
+	if t == nil {
+		return nil
+	}
+	return &pb.Terminal{Rows: sizeToProto(t.Rows), Cols: sizeToProto(t.Cols)}
+}
+
+func terminalFromProto(p *pb.Terminal) *Terminal {
+	if p == nil {
+		return nil
+	}
+	return &Terminal{Rows: sizeFromProto(p.GetRows()), Cols: sizeFromProto(p.GetCols())}
+}
+
+func sizeToProto(n int) uint32 {
+	if n < 0 || int64(n) > int64(^uint32(0)) {
+		return 0
+	}
+	return uint32(n)
+}
+
+// sizeFromProto is n; past a 32-bit int's range it turns negative, which
+// Resolve refuses as it refuses any size out of bounds.
+func sizeFromProto(n uint32) int { return int(n) }
 
 func outputToProto(o CollectedOutput) *pb.CollectedOutput {
 	return &pb.CollectedOutput{

@@ -83,6 +83,9 @@ func TestRequestRoundTrip(t *testing.T) {
 		{"command with invalid UTF-8 and NUL", ExecRequest{Command: "printf '\xff\xfe'\x00\xe6\x97"}},
 		{"negative and extreme numbers", ExecRequest{Command: "x", TimeoutMs: -1, StdoutMaxBytes: math.MaxInt64, StderrMaxBytes: math.MinInt64}},
 		{"empty maps", ExecRequest{Command: "x", Env: map[string]string{}, DshEnv: map[string]string{}, Stdin: []byte{}}},
+		{"a terminal", ExecRequest{Command: "bash", Terminal: &Terminal{Rows: 24, Cols: 80}, OpenStdin: true}},
+		{"a zero-sized terminal", ExecRequest{Command: "bash", Terminal: &Terminal{}}},
+		{"an open stdin", ExecRequest{Command: "cat", OpenStdin: true, Stdin: []byte("first")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +116,8 @@ func TestSpecRoundTrip(t *testing.T) {
 			Partition: "session-B",
 		}},
 		{"invalid UTF-8 command", ExecSpec{Command: "\xc3\x28 \xa0\xa1", KillGraceMs: 1}},
+		{"a terminal", ExecSpec{Command: "top", Terminal: &Terminal{Rows: 1000, Cols: 1}, OpenStdin: true, KillGraceMs: 1}},
+		{"an open stdin", ExecSpec{Command: "cat", OpenStdin: true, KillGraceMs: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,6 +232,8 @@ func TestDescribeRoundTrip(t *testing.T) {
 			Reach: HostReach{Kind: ReachPaths, Paths: []string{"/w", "/tmp/x"}, Workdirs: true}},
 		{Name: "ssh", Reach: HostReach{Kind: ReachPaths}},
 		{Name: "bash-local", Reach: HostReach{Kind: ReachUser}},
+		{Name: "bash-local", Terminals: true, Input: true},
+		{Name: "pipes-only", Input: true},
 	}
 	for _, d := range tests {
 		if got := describeFromProto(describeToProto(d)); !reflect.DeepEqual(got, d) {

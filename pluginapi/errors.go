@@ -34,4 +34,7 @@ var (
 	// ErrUnsupported: the executor does not offer the call (an optional
 	// interface it does not implement, or a plugin older than the call).
 	ErrUnsupported = errors.New("pluginapi: not supported by this executor")
+	// ErrInputClosed: WriteInput or Resize on a process whose input is
+	// closed (close_stdin closed it) or that has finished.
+	ErrInputClosed = errors.New("pluginapi: input closed")
 )

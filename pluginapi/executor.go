@@ -1,6 +1,9 @@
 package pluginapi
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // SettingsNamespace is the settings section every shell executor registers,
 // whatever its implementation: it names the capability, not the provider.
@@ -166,4 +169,80 @@ type ShellProcess interface {
 	// Wait blocks until the process has finished, or ctx is done. A process
 	// always finishes: a spawn failure finishes as killed, its error on stderr.
 	Wait(ctx context.Context) (ProcessExit, error)
+}
+
+// InputWriter is implemented by a ShellProcess that takes input while it
+// runs: one started with a terminal or an open stdin
+// (ExecRequest.Terminal, ExecRequest.OpenStdin), by an executor whose
+// Description.Input says so. WriteInput writes data to the process's
+// input, as it is (on a terminal "\x03" is Ctrl-C), and then, when
+// closeStdin is set, closes it: a pipe's end (the process reads EOF), or
+// on a terminal its end-of-file character (Ctrl-D), the terminal staying.
+// It blocks until data is written or ctx is done. It fails with
+// ErrInputClosed once the input is closed or the process has finished,
+// and with ErrUnsupported for a process started without open input.
+type InputWriter interface {
+	WriteInput(ctx context.Context, data []byte, closeStdin bool) error
+}
+
+// Resizer is implemented by a ShellProcess whose terminal can be resized,
+// by an executor whose Description.Terminals says so: its processes get
+// SIGWINCH. Rows and cols are within [1, MaxTerminalSize]. It fails with
+// ErrUnsupported for a process started without a terminal, and with
+// ErrInputClosed once the process has finished.
+type Resizer interface {
+	Resize(ctx context.Context, rows, cols int) error
+}
+
+// WriteInput writes data to p's input (InputWriter), or fails with
+// ErrUnsupported when p takes none.
+func WriteInput(ctx context.Context, p ShellProcess, data []byte, closeStdin bool) error {
+	w, ok := p.(InputWriter)
+	if !ok {
+		return fmt.Errorf("%w: process %q takes no input (pluginapi.InputWriter)", ErrUnsupported, p.ID())
+	}
+	return w.WriteInput(ctx, data, closeStdin)
+}
+
+// Resize sets the size of p's terminal (Resizer), or fails with
+// ErrUnsupported when p has none.
+func Resize(ctx context.Context, p ShellProcess, rows, cols int) error {
+	if err := CheckTerminalSize(rows, cols); err != nil {
+		return err
+	}
+	r, ok := p.(Resizer)
+	if !ok {
+		return fmt.Errorf("%w: process %q has no terminal to resize (pluginapi.Resizer)", ErrUnsupported, p.ID())
+	}
+	return r.Resize(ctx, rows, cols)
+}
+
+// CheckOffers says, with ErrUnsupported, what req asks for that the
+// executor d describes does not offer: a terminal, or open input. A host
+// checks it before Resolve, so a plugin built before terminals (whose
+// Describe says neither, and whose Resolve would drop what it does not
+// know) is refused instead of running the command without them.
+func CheckOffers(d Description, req ExecRequest) error {
+	switch {
+	case req.Terminal != nil && !d.Terminals:
+		return fmt.Errorf("%w: executor %q does not support terminals (built before shellexec terminals, or does not offer them)",
+			ErrUnsupported, d.Name)
+	case req.OpenStdin && !d.Input:
+		return fmt.Errorf("%w: executor %q does not support input to a running command (built before shellexec input, or does not offer it)",
+			ErrUnsupported, d.Name)
+	}
+	return nil
+}
+
+// CheckForeground refuses, with ErrInvalidRequest, a spec that asks for
+// what only Start gives: a terminal or an open stdin cannot go with a
+// foreground Run, whose caller has no process to write to.
+func CheckForeground(terminal *Terminal, openStdin bool) error {
+	switch {
+	case terminal != nil:
+		return fmt.Errorf("%w: a terminal is for a background process (Start), not Run", ErrInvalidRequest)
+	case openStdin:
+		return fmt.Errorf("%w: an open stdin is for a background process (Start), not Run", ErrInvalidRequest)
+	}
+	return nil
 }

@@ -96,6 +96,9 @@ func (s *grpcServer) Run(stream pb.ShellExecutor_RunServer) error {
 	} else {
 		spec = specFromProto(start.GetSpec())
 	}
+	if err := CheckForeground(spec.Terminal, spec.OpenStdin); err != nil {
+		return toStatus(err)
+	}
 	var res RunResult
 	var sendMu sync.Mutex
 	var sendErr error
@@ -138,7 +141,19 @@ func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.Start
 	if err := ctx.Err(); err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %v", ErrAbortedBeforeStart, err))
 	}
-	proc, err := s.impl.Start(s.life, specFromProto(req.GetSpec()))
+	spec := specFromProto(req.GetSpec())
+	if spec.Interactive() {
+		// An executor that does not say it offers them would run the
+		// command without: refused, as a host refuses it.
+		d, err := s.impl.Describe(ctx)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if err := CheckOffers(d, ExecRequest{Terminal: spec.Terminal, OpenStdin: spec.OpenStdin}); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	proc, err := s.impl.Start(s.life, spec)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -182,7 +197,30 @@ func (s *grpcServer) ReadOutput(ctx context.Context, req *pb.ReadOutputRequest) 
 	if r.Ends != nil {
 		resp.Ends = &pb.StreamEnds{Stdout: r.Ends.Stdout, Stderr: r.Ends.Stderr}
 	}
+	resp.WaitingForInput = r.WaitingForInput
 	return resp, nil
+}
+
+func (s *grpcServer) WriteInput(ctx context.Context, req *pb.WriteInputRequest) (*pb.WriteInputResponse, error) {
+	p, err := s.process(req.GetProcessId())
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteInput(ctx, p, req.GetData(), req.GetCloseStdin()); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.WriteInputResponse{}, nil
+}
+
+func (s *grpcServer) Resize(ctx context.Context, req *pb.ResizeRequest) (*pb.ResizeResponse, error) {
+	p, err := s.process(req.GetProcessId())
+	if err != nil {
+		return nil, err
+	}
+	if err := Resize(ctx, p, sizeFromProto(req.GetRows()), sizeFromProto(req.GetCols())); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ResizeResponse{}, nil
 }
 
 func (s *grpcServer) Kill(ctx context.Context, req *pb.KillRequest) (*pb.KillResponse, error) {

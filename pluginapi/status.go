@@ -32,6 +32,7 @@ var wireErrors = []struct {
 	{ErrPluginUnavailable, codes.Unavailable, "PLUGIN_UNAVAILABLE"},
 	{ErrNotASpill, codes.PermissionDenied, "NOT_A_SPILL"},
 	{ErrUnsupported, codes.Unimplemented, "UNSUPPORTED"},
+	{ErrInputClosed, codes.FailedPrecondition, "INPUT_CLOSED"},
 }
 
 // toStatus turns an executor's error into a gRPC status error that keeps its

@@ -16,7 +16,7 @@ import (
 var sentinels = []error{
 	ErrUnusableWorkdir, ErrMissingShell, ErrAbortedBeforeStart, ErrSpecNotResolved, ErrInvalidRequest,
 	ErrInvalidSettings, ErrRequestTooLarge, ErrUnknownProcess, ErrExecutorClosed, ErrPluginUnavailable,
-	ErrNotASpill, ErrUnsupported,
+	ErrNotASpill, ErrUnsupported, ErrInputClosed,
 }
 
 // TestSentinelsCrossTheWire: a wrapped sentinel keeps its identity and its

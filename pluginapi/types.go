@@ -2,6 +2,7 @@ package pluginapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 	"unicode/utf8"
 )
@@ -62,6 +63,14 @@ type Description struct {
 	// plugin binary that lies there, unless its checksum is pinned; the
 	// zero value (ReachUndeclared) leaves the host to guess.
 	Reach HostReach `json:"reach,omitzero"`
+	// Terminals says Start takes a terminal (ExecRequest.Terminal) and its
+	// processes can be resized (Resizer). False for a plugin built before
+	// terminals were in the contract: a host refuses a terminal to it.
+	Terminals bool `json:"terminals,omitempty"`
+	// Input says Start keeps a process's input open when asked
+	// (ExecRequest.OpenStdin, or a terminal) and its processes take input
+	// (InputWriter).
+	Input bool `json:"input,omitempty"`
 }
 
 // ReachKind is how far an executor's commands reach on the plugin's
@@ -120,6 +129,35 @@ type ExecRequest struct {
 	// the user's machine by design) ignores it. Resolve carries it into
 	// the spec unchanged.
 	Partition string
+	// Terminal, for Start only, gives the command a pseudo-terminal of
+	// this size as its stdin, stdout and stderr: its output is one stream
+	// (stdout), its input stays open (OpenStdin), and its environment is a
+	// terminal's (TERM=xterm-256color, no pager overrides). An executor
+	// offers it when Description.Terminals says so. Nil: no terminal.
+	Terminal *Terminal
+	// OpenStdin, for Start only, keeps the command's stdin open: a pipe
+	// that takes Stdin first, then what InputWriter writes, until it
+	// closes it. An executor offers it when Description.Input says so.
+	OpenStdin bool
+}
+
+// Terminal is the size of a pseudo-terminal, in character cells.
+type Terminal struct {
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
+}
+
+// MaxTerminalSize bounds a terminal's rows and its columns.
+const MaxTerminalSize = 1000
+
+// CheckTerminalSize says why rows and cols cannot size a terminal, if they
+// cannot: each must be within [1, MaxTerminalSize].
+func CheckTerminalSize(rows, cols int) error {
+	if rows < 1 || rows > MaxTerminalSize || cols < 1 || cols > MaxTerminalSize {
+		return fmt.Errorf("%w: a terminal of %d rows and %d columns: each must be within [1, %d]",
+			ErrInvalidRequest, rows, cols, MaxTerminalSize)
+	}
+	return nil
 }
 
 // ExecSpec is a request after Resolve: every field set and capped.
@@ -137,7 +175,15 @@ type ExecSpec struct {
 	KillGraceMs int64
 	// Partition is the request's, unchanged.
 	Partition string
+	// Terminal is the request's, its size checked.
+	Terminal *Terminal
+	// OpenStdin is set when the request asked for it or for a terminal.
+	OpenStdin bool
 }
+
+// Interactive says whether the spec asks for what only Start gives: a
+// terminal, or an open stdin.
+func (s ExecSpec) Interactive() bool { return s.Terminal != nil || s.OpenStdin }
 
 // Timeout is TimeoutMs as a duration.
 func (s ExecSpec) Timeout() time.Duration { return time.Duration(s.TimeoutMs) * time.Millisecond }
@@ -275,6 +321,11 @@ type OutputRead struct {
 	// reads on in the spill files from there, without repeating or
 	// skipping a byte.
 	Ends *StreamEnds `json:"ends,omitempty"`
+	// WaitingForInput says the process waits for input: one of its
+	// processes (on a terminal, of the terminal's foreground group) is
+	// blocked reading its terminal or its open stdin, when the read was
+	// made. False where the executor cannot tell.
+	WaitingForInput bool `json:"waitingForInput,omitempty"`
 }
 
 // StreamEnds are byte offsets in a process's stdout and stderr, counted

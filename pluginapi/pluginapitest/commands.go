@@ -68,6 +68,21 @@ type Commands struct {
 	// KillAll SIGKILLs pids, first printing each on a line with its
 	// command line.
 	KillAll func(pids []int) string
+	// ReadLine prints prompt without a newline, reads a line of input,
+	// and prints "got " and the line on a line of its own. Interactive
+	// cases (terminals, input) need it and the three below; where any is
+	// unset they are skipped.
+	ReadLine func(prompt string) string
+	// IsTerminal prints "tty" on a line when stdin and stdout are a
+	// terminal, else "notty".
+	IsTerminal string
+	// TermSize prints the terminal's rows and columns, separated by a
+	// space, on a line (as stty size does).
+	TermSize string
+	// InteractiveShell replaces the command with an interactive shell,
+	// which runs what its input gives, line after line; Ctrl-C on its
+	// terminal interrupts the command it runs and it goes on reading.
+	InteractiveShell string
 	// TextOnly says the shell holds environment values as text, so one
 	// that is not UTF-8 cannot reach its output byte for byte
 	// (PowerShell's strings are UTF-16).
@@ -117,6 +132,12 @@ var POSIX = Commands{
 	TermWitness: func(word string) string {
 		return "echo $$ " + posixPIDNS + "; trap : TERM; sh -c '" + termMember(word) + "'"
 	},
+	ReadLine: func(prompt string) string {
+		return "printf %s " + shQuote(prompt) + `; IFS= read -r line; echo "got $line"`
+	},
+	IsTerminal:       "if [ -t 0 ] && [ -t 1 ]; then echo tty; else echo notty; fi",
+	TermSize:         "stty size",
+	InteractiveShell: "exec sh -i",
 }
 
 // posixPIDNS prints the shell's PID namespace, or nothing.

@@ -76,6 +76,10 @@ type Options struct {
 	Elsewhere bool
 	// Witness makes the witness of an Elsewhere run; nil means the factory.
 	Witness Factory
+	// NoWaitingForInput says the executor cannot tell when a process
+	// waits for input (pluginapi.OutputRead.WaitingForInput is never set):
+	// the case that checks it is skipped.
+	NoWaitingForInput bool
 }
 
 // caseTimeout bounds one case.
@@ -95,6 +99,8 @@ type env struct {
 	base map[string]any
 	// look finds the processes where the commands run.
 	look looker
+	// opts are the suite's options.
+	opts Options
 }
 
 // both are the executor over the wire and, when the suite holds it, the
@@ -160,7 +166,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 			defer cancel()
-			e := &env{t: t, ctx: ctx, x: x, impl: local, sh: sh, look: look}
+			e := &env{t: t, ctx: ctx, x: x, impl: local, sh: sh, look: look, opts: opts}
 			if opts.Settings != "" {
 				if err := json.Unmarshal([]byte(opts.Settings), &e.base); err != nil {
 					t.Fatalf("Options.Settings %s is not a JSON object: %v", opts.Settings, err)
@@ -175,7 +181,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 func cases() []suiteCase {
 	var all []suiteCase
 	for _, group := range [][]suiteCase{describeCases, resolveCases, settingsCases, runCases, outputCases, envCases,
-		deadlineCases, terminationCases, errorCases, backgroundCases} {
+		deadlineCases, terminationCases, errorCases, backgroundCases, interactiveCases} {
 		all = append(all, group...)
 	}
 	return all

@@ -29,5 +29,6 @@ func Config() localexec.Config {
 		Shell:          "bash",
 		Argv:           func(command string) []string { return []string{"-c", command} },
 		SettingsSchema: SettingsSchema,
+		Interactive:    true,
 	}
 }

@@ -33,6 +33,8 @@ type process struct {
 var (
 	_ pluginapi.ShellProcess = (*process)(nil)
 	_ pluginapi.SpillNamer   = (*process)(nil)
+	_ pluginapi.InputWriter  = (*process)(nil)
+	_ pluginapi.Resizer      = (*process)(nil)
 )
 
 // Start begins spec in the background and returns at once. The process runs
@@ -84,7 +86,11 @@ func (e *Executor) Start(ctx context.Context, spec pluginapi.ExecSpec) (pluginap
 	}
 	if err == nil {
 		argv := append([]string{shell}, e.cfg.Argv(spec.Command)...)
-		bp.p, err = spawn(e.reaper, conf.Launcher, argv, spec, buildEnv(e.settings(), withEnv(spec.Env, conf.Env), spec.DshEnv), bp.stdout, bp.stderr)
+		overrides := Overrides
+		if spec.Terminal != nil {
+			overrides = TerminalOverrides
+		}
+		bp.p, err = spawn(e.reaper, conf.Launcher, argv, spec, buildEnvOver(e.settings(), overrides, withEnv(spec.Env, conf.Env), spec.DshEnv), bp.stdout, bp.stderr)
 	}
 	if err != nil {
 		// A spawn failure settles as killed, the error on stderr.
@@ -150,6 +156,12 @@ func (bp *process) Kill(ctx context.Context) (bool, error) {
 // ends inside a UTF-8 character while more may come: its bytes wait for
 // the next read.
 func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error) {
+	// Before the take: the prompt a command wrote before it blocked is
+	// then in this read.
+	waiting := bp.p.waitingForInput()
+	if waiting {
+		bp.p.settleOutput()
+	}
 	out, outLost, outEnd := bp.stdout.unread.take(bp.readMax[0])
 	errOut, errLost, errEnd := bp.stderr.unread.take(bp.readMax[1])
 	if outLost {
@@ -164,6 +176,7 @@ func (bp *process) ReadOutput(ctx context.Context) (pluginapi.OutputRead, error)
 		StdoutSpillPath: bp.stdout.spill.path,
 		StderrSpillPath: bp.stderr.spill.path,
 		Ends:            &pluginapi.StreamEnds{Stdout: outEnd, Stderr: errEnd},
+		WaitingForInput: waiting,
 	}, nil
 }
 

@@ -33,6 +33,26 @@ var Overrides = map[string]string{
 	"CLICOLOR":            "0",
 }
 
+// TerminalOverrides are Overrides for a command on a terminal, which is
+// used as one: TERM names a terminal that draws (xterm-256color), and no
+// pager is overridden (a pager on a terminal waits for its reader, who
+// answers it through the process's input). The rest holds.
+var TerminalOverrides = terminalOverrides()
+
+// pagerOverrides are the Overrides that keep pagers away.
+var pagerOverrides = []string{"PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER"}
+
+func terminalOverrides() map[string]string {
+	out := make(map[string]string, len(Overrides))
+	for k, v := range Overrides {
+		if !slices.Contains(pagerOverrides, k) {
+			out[k] = v
+		}
+	}
+	out["TERM"] = "xterm-256color"
+	return out
+}
+
 // CredentialPatterns match the names of inherited variables that are scrubbed
 // before a command sees the environment. A pattern is a name with an optional
 // "*" at either end, matched case-insensitively. They cover cloud and model
@@ -275,6 +295,11 @@ func inheritedKept(settings Settings, environ []string) [][2]string {
 // less credentials (as settings say), then Overrides, then the caller's env,
 // then the managed DSH_* entries, which nothing displaces.
 func buildEnv(settings Settings, env, dshEnv map[string]string) []string {
+	return buildEnvOver(settings, Overrides, env, dshEnv)
+}
+
+// buildEnvOver is buildEnv with overrides in place of Overrides.
+func buildEnvOver(settings Settings, overrides, env, dshEnv map[string]string) []string {
 	merged := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -286,7 +311,7 @@ func buildEnv(settings Settings, env, dshEnv map[string]string) []string {
 	for _, kv := range inheritedKept(settings, os.Environ()) {
 		set(kv[0], kv[1])
 	}
-	for _, layer := range []map[string]string{Overrides, env, dshEnv} {
+	for _, layer := range []map[string]string{overrides, env, dshEnv} {
 		for k, v := range layer {
 			set(k, v)
 		}

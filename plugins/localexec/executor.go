@@ -36,6 +36,10 @@ type Config struct {
 	// Launcher, when set, starts every command that no Sandbox confines
 	// (a container's agent, under its guard); else ForkLauncher.
 	Launcher Launcher
+	// Interactive says the executor offers terminals and input to running
+	// processes (Description.Terminals and Input): its launcher honours
+	// Launch.Terminal. Without it Resolve refuses both.
+	Interactive bool
 }
 
 // Executor is a pluginapi.ShellExecutor running commands as local processes.
@@ -103,8 +107,15 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 		Uncontained:       uncontained,
 		Shell:             e.cfg.Shell,
 		Reach:             reach,
+		Terminals:         e.interactive() && terminalsHere,
+		Input:             e.interactive(),
 	}, nil
 }
+
+// interactive says whether the executor offers terminals and input: its
+// configuration asks for them, and no sandbox confines its commands (a
+// confined spawner starts them without a terminal).
+func (e *Executor) interactive() bool { return e.cfg.Interactive && e.cfg.Sandbox == nil }
 
 // track registers something Close must interrupt and await. It fails once
 // the executor is closed.

@@ -13,6 +13,11 @@ type Launch struct {
 	Env   []string
 	Dir   string
 	Files [3]*os.File
+	// Terminal says the files are a terminal's slave, which the command
+	// (the leader of a session of its own) takes as its controlling
+	// terminal. Only an executor whose Config.Interactive is set asks it
+	// of its launcher.
+	Terminal bool
 }
 
 // Started is a process a Launcher started, the leader of its own process
@@ -72,7 +77,11 @@ func (ForkLauncher) Start(l Launch) (Started, error) {
 		defer null.Close()
 		files = []*os.File{null, l.Files[1], l.Files[2]}
 	}
-	p, err := os.StartProcess(l.Argv[0], l.Argv, &os.ProcAttr{Dir: l.Dir, Env: l.Env, Files: files, Sys: forkAttr()})
+	sys := forkAttr()
+	if l.Terminal {
+		sys = withCtty(sys)
+	}
+	p, err := os.StartProcess(l.Argv[0], l.Argv, &os.ProcAttr{Dir: l.Dir, Env: l.Env, Files: files, Sys: sys})
 	if err != nil {
 		return nil, err
 	}

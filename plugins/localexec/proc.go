@@ -1,6 +1,7 @@
 package localexec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,9 +35,12 @@ type proc struct {
 	// into, as its launcher tells.
 	limitsReached []string
 
-	pipes   []*os.File // the read ends of stdout and stderr
+	pipes   []*os.File // the read ends of stdout and stderr, or a terminal's master
 	readers sync.WaitGroup
 	stdinW  *os.File
+	// in is the command's open input (a terminal, or a stdin pipe kept
+	// open), nil when it has none.
+	in *input
 
 	mu       sync.Mutex
 	exited   bool
@@ -58,17 +62,35 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 			f.Close()
 		}
 	}()
-	for i := range 2 {
-		r, wr, err := os.Pipe()
+	writers := []io.Writer{stdout, stderr}
+	switch {
+	case spec.Terminal != nil:
+		// One terminal is the command's stdin, stdout and stderr: its
+		// output is one stream.
+		master, slave, dev, err := openTerminal(spec.Terminal.Rows, spec.Terminal.Cols)
 		if err != nil {
-			p.closePipes()
-			return nil, fmt.Errorf("localexec: output pipe: %w", err)
+			return nil, err
 		}
-		p.pipes = append(p.pipes, r)
-		closeOnStart = append(closeOnStart, wr)
-		l.Files[1+i] = wr
-	}
-	if len(spec.Stdin) > 0 {
+		closeOnStart = append(closeOnStart, slave)
+		l.Files = [3]*os.File{slave, slave, slave}
+		l.Terminal = true
+		p.pipes = []*os.File{master}
+		writers = writers[:1]
+		p.in = &input{f: master, terminal: true, dev: dev}
+	default:
+		for i := range 2 {
+			r, wr, err := os.Pipe()
+			if err != nil {
+				p.closePipes()
+				return nil, fmt.Errorf("localexec: output pipe: %w", err)
+			}
+			p.pipes = append(p.pipes, r)
+			closeOnStart = append(closeOnStart, wr)
+			l.Files[1+i] = wr
+		}
+		if len(spec.Stdin) == 0 && !spec.OpenStdin {
+			break // the launcher opens /dev/null
+		}
 		r, w, err := os.Pipe()
 		if err != nil {
 			p.closePipes()
@@ -76,8 +98,12 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		}
 		l.Files[0] = r
 		closeOnStart = append(closeOnStart, r)
-		p.stdinW = w
-	} // else the launcher opens /dev/null
+		if spec.OpenStdin {
+			p.in = &input{f: w, ino: inodeOf(w)}
+		} else {
+			p.stdinW = w
+		}
+	}
 
 	r.begin(tag)
 	p.began = time.Now()
@@ -100,6 +126,9 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		if p.stdinW != nil {
 			p.stdinW.Close()
 		}
+		if p.in != nil {
+			p.in.end()
+		}
 		// A launcher that failed midway (a spawner that died) may have
 		// started the process all the same: it carries the tag.
 		r.killLeftovers(0, tag)
@@ -108,7 +137,7 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 	}
 	p.child = child
 	p.group = newProcessGroup(child)
-	for i, w := range []io.Writer{stdout, stderr} {
+	for i, w := range writers {
 		p.readers.Add(1)
 		go func(r *os.File, w io.Writer) {
 			defer p.readers.Done()
@@ -120,6 +149,14 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 			_, _ = w.Write(data) // EPIPE when the command stops reading: fine
 			w.Close()
 		}(p.stdinW, spec.Stdin)
+	}
+	if p.in != nil && len(spec.Stdin) > 0 {
+		// stdin's bytes go first, before anything WriteInput writes.
+		p.in.mu.Lock()
+		go func(in *input, data []byte) {
+			defer in.mu.Unlock()
+			_ = in.writeLocked(context.Background(), data) // as for a closed stdin: the command may stop reading
+		}(p.in, spec.Stdin)
 	}
 	return p, nil
 }
@@ -152,7 +189,10 @@ func (p *proc) interrupt(cause error) bool {
 	if p.exited || p.cause != nil || p.child == nil {
 		return false
 	}
-	if !p.group.terminate() {
+	// A terminal's hangup first (the shell leads its group): it may end
+	// the group before SIGTERM finds it.
+	hung := p.in != nil && p.in.terminal && hangup(p.in.f, p.child.Pid())
+	if !p.group.terminate() && !hung {
 		return false // the group is gone
 	}
 	p.cause = cause
@@ -203,6 +243,9 @@ func (p *proc) wait() (syscall.WaitStatus, error) {
 	})
 	p.readers.Wait()
 	stop.Stop()
+	if p.in != nil {
+		p.in.end()
+	}
 	p.closePipes()
 	return ws, werr
 }

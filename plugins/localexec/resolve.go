@@ -83,7 +83,13 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 	if err != nil {
 		return pluginapi.ExecSpec{}, err
 	}
+	terminal, err := e.resolveInteractive(req)
+	if err != nil {
+		return pluginapi.ExecSpec{}, err
+	}
 	return pluginapi.ExecSpec{
+		Terminal:       terminal,
+		OpenStdin:      req.OpenStdin || terminal != nil,
 		Command:        req.Command,
 		Workdir:        workdir,
 		TimeoutMs:      timeout,
@@ -96,6 +102,25 @@ func (e *Executor) Resolve(ctx context.Context, req pluginapi.ExecRequest) (plug
 		SandboxMode:    mode,
 		Partition:      req.Partition,
 	}, nil
+}
+
+// resolveInteractive checks what req asks of a terminal and an open stdin:
+// what the executor offers, and a terminal's size. It returns the
+// terminal, the caller's own copy.
+func (e *Executor) resolveInteractive(req pluginapi.ExecRequest) (*pluginapi.Terminal, error) {
+	switch {
+	case req.Terminal != nil && !(e.interactive() && terminalsHere):
+		return nil, fmt.Errorf("%w: executor %q does not offer terminals", pluginapi.ErrUnsupported, e.cfg.Name)
+	case req.OpenStdin && !e.interactive():
+		return nil, fmt.Errorf("%w: executor %q does not offer input to a running command", pluginapi.ErrUnsupported, e.cfg.Name)
+	case req.Terminal == nil:
+		return nil, nil
+	}
+	if err := pluginapi.CheckTerminalSize(req.Terminal.Rows, req.Terminal.Cols); err != nil {
+		return nil, err
+	}
+	t := *req.Terminal
+	return &t, nil
 }
 
 // resolveMode is the mode a request runs in: the sandbox's default unless
@@ -160,6 +185,15 @@ func (e *Executor) checkResolved(spec pluginapi.ExecSpec) error {
 		return bad(fmt.Sprintf("sandbox mode %q on an executor that does not sandbox", spec.SandboxMode))
 	case e.cfg.Sandbox != nil && !slices.Contains(e.cfg.Sandbox.Modes(), spec.SandboxMode):
 		return bad(fmt.Sprintf("sandbox mode %q is not one of %v", spec.SandboxMode, e.cfg.Sandbox.Modes()))
+	case spec.Terminal != nil && !spec.OpenStdin:
+		return bad("a terminal without an open stdin")
+	case spec.Interactive() && !e.interactive():
+		return bad(fmt.Sprintf("a terminal or an open stdin on %s, which offers neither", e.cfg.Name))
+	}
+	if spec.Terminal != nil {
+		if err := pluginapi.CheckTerminalSize(spec.Terminal.Rows, spec.Terminal.Cols); err != nil {
+			return bad(err.Error())
+		}
 	}
 	if err := checkEnv("env", spec.Env, false); err != nil {
 		return bad(err.Error())

@@ -28,6 +28,9 @@ func (e *Executor) RunLive(ctx context.Context, spec pluginapi.ExecSpec, onOutpu
 	if err := e.checkResolved(spec); err != nil {
 		return pluginapi.RunResult{}, err
 	}
+	if err := pluginapi.CheckForeground(spec.Terminal, spec.OpenStdin); err != nil {
+		return pluginapi.RunResult{}, err
+	}
 	if err := checkWorkdir(spec.Workdir); err != nil {
 		return pluginapi.RunResult{}, err
 	}

@@ -189,7 +189,13 @@ type DescribeResponse struct {
 	// Where, on the machine the plugin runs on, the executor's commands can
 	// write: a host refuses to launch again a plugin binary that lies there.
 	// Unset for an executor built before it existed.
-	HostReach     *HostReach `protobuf:"bytes,10,opt,name=host_reach,json=hostReach,proto3" json:"host_reach,omitempty"`
+	HostReach *HostReach `protobuf:"bytes,10,opt,name=host_reach,json=hostReach,proto3" json:"host_reach,omitempty"`
+	// Start takes a terminal (ExecRequest.terminal), and Resize resizes it.
+	// False for an executor built before terminals were in the contract.
+	Terminals bool `protobuf:"varint,11,opt,name=terminals,proto3" json:"terminals,omitempty"`
+	// Start keeps a process's input open when asked (open_stdin, or a
+	// terminal), and WriteInput writes to it.
+	Input         bool `protobuf:"varint,12,opt,name=input,proto3" json:"input,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -294,6 +300,20 @@ func (x *DescribeResponse) GetHostReach() *HostReach {
 	return nil
 }
 
+func (x *DescribeResponse) GetTerminals() bool {
+	if x != nil {
+		return x.Terminals
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetInput() bool {
+	if x != nil {
+		return x.Input
+	}
+	return false
+}
+
 // HostReach is where an executor's commands can write on the plugin's
 // machine.
 type HostReach struct {
@@ -373,7 +393,15 @@ type ExecRequest struct {
 	// The partition the request belongs to, opaque to the executor: requests
 	// of different partitions must not share processes. Empty is a partition
 	// too. An executor that runs every command apart ignores it.
-	Partition     string `protobuf:"bytes,10,opt,name=partition,proto3" json:"partition,omitempty"`
+	Partition string `protobuf:"bytes,10,opt,name=partition,proto3" json:"partition,omitempty"`
+	// A terminal for the command (Start only): its stdin, stdout and stderr
+	// are a pseudo-terminal of this size, its output one stream (stdout),
+	// and its input open for WriteInput. Unset: no terminal.
+	Terminal *Terminal `protobuf:"bytes,11,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	// Keep the command's stdin open (Start only): a pipe WriteInput writes
+	// to, after stdin's bytes, until it closes it. Without it (and without a
+	// terminal) stdin is written once and closed, or is /dev/null.
+	OpenStdin     bool `protobuf:"varint,12,opt,name=open_stdin,json=openStdin,proto3" json:"open_stdin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,6 +506,73 @@ func (x *ExecRequest) GetPartition() string {
 	return ""
 }
 
+func (x *ExecRequest) GetTerminal() *Terminal {
+	if x != nil {
+		return x.Terminal
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetOpenStdin() bool {
+	if x != nil {
+		return x.OpenStdin
+	}
+	return false
+}
+
+// Terminal is the size of a pseudo-terminal, in character cells.
+type Terminal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Terminal) Reset() {
+	*x = Terminal{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Terminal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Terminal) ProtoMessage() {}
+
+func (x *Terminal) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Terminal.ProtoReflect.Descriptor instead.
+func (*Terminal) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Terminal) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *Terminal) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
 // ExecSpec is an ExecRequest after Resolve: every field set and capped.
 type ExecSpec struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -492,14 +587,18 @@ type ExecSpec struct {
 	SandboxMode    string                 `protobuf:"bytes,9,opt,name=sandbox_mode,json=sandboxMode,proto3" json:"sandbox_mode,omitempty"`
 	KillGraceMs    int64                  `protobuf:"varint,10,opt,name=kill_grace_ms,json=killGraceMs,proto3" json:"kill_grace_ms,omitempty"`
 	// The request's partition, unchanged by Resolve.
-	Partition     string `protobuf:"bytes,11,opt,name=partition,proto3" json:"partition,omitempty"`
+	Partition string `protobuf:"bytes,11,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The request's terminal, its size checked.
+	Terminal *Terminal `protobuf:"bytes,12,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	// Set when the request asked for it, or for a terminal.
+	OpenStdin     bool `protobuf:"varint,13,opt,name=open_stdin,json=openStdin,proto3" json:"open_stdin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecSpec) Reset() {
 	*x = ExecSpec{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +610,7 @@ func (x *ExecSpec) String() string {
 func (*ExecSpec) ProtoMessage() {}
 
 func (x *ExecSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[4]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +623,7 @@ func (x *ExecSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecSpec.ProtoReflect.Descriptor instead.
 func (*ExecSpec) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{4}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExecSpec) GetCommand() []byte {
@@ -604,6 +703,20 @@ func (x *ExecSpec) GetPartition() string {
 	return ""
 }
 
+func (x *ExecSpec) GetTerminal() *Terminal {
+	if x != nil {
+		return x.Terminal
+	}
+	return nil
+}
+
+func (x *ExecSpec) GetOpenStdin() bool {
+	if x != nil {
+		return x.OpenStdin
+	}
+	return false
+}
+
 type ResolveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Request       *ExecRequest           `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
@@ -613,7 +726,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +738,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[5]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +751,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{5}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResolveRequest) GetRequest() *ExecRequest {
@@ -657,7 +770,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +782,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[6]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +795,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{6}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResolveResponse) GetSpec() *ExecSpec {
@@ -705,7 +818,7 @@ type RunInput struct {
 
 func (x *RunInput) Reset() {
 	*x = RunInput{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +830,7 @@ func (x *RunInput) String() string {
 func (*RunInput) ProtoMessage() {}
 
 func (x *RunInput) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[7]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +843,7 @@ func (x *RunInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunInput.ProtoReflect.Descriptor instead.
 func (*RunInput) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{7}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunInput) GetInput() isRunInput_Input {
@@ -789,7 +902,7 @@ type RunStart struct {
 
 func (x *RunStart) Reset() {
 	*x = RunStart{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +914,7 @@ func (x *RunStart) String() string {
 func (*RunStart) ProtoMessage() {}
 
 func (x *RunStart) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[8]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +927,7 @@ func (x *RunStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStart.ProtoReflect.Descriptor instead.
 func (*RunStart) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{8}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunStart) GetSpec() *ExecSpec {
@@ -847,7 +960,7 @@ type RunAbort struct {
 
 func (x *RunAbort) Reset() {
 	*x = RunAbort{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +972,7 @@ func (x *RunAbort) String() string {
 func (*RunAbort) ProtoMessage() {}
 
 func (x *RunAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[9]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +985,7 @@ func (x *RunAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAbort.ProtoReflect.Descriptor instead.
 func (*RunAbort) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{9}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RunAbort) GetReason() string {
@@ -892,7 +1005,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1017,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[10]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1030,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{10}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OutputChunk) GetStream() Stream {
@@ -947,7 +1060,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1072,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[11]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1085,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{11}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1032,7 +1145,7 @@ type CollectedOutput struct {
 
 func (x *CollectedOutput) Reset() {
 	*x = CollectedOutput{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1157,7 @@ func (x *CollectedOutput) String() string {
 func (*CollectedOutput) ProtoMessage() {}
 
 func (x *CollectedOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[12]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1170,7 @@ func (x *CollectedOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectedOutput.ProtoReflect.Descriptor instead.
 func (*CollectedOutput) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{12}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CollectedOutput) GetText() []byte {
@@ -1131,7 +1244,7 @@ type SandboxFacts struct {
 
 func (x *SandboxFacts) Reset() {
 	*x = SandboxFacts{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1256,7 @@ func (x *SandboxFacts) String() string {
 func (*SandboxFacts) ProtoMessage() {}
 
 func (x *SandboxFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[13]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1269,7 @@ func (x *SandboxFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxFacts.ProtoReflect.Descriptor instead.
 func (*SandboxFacts) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{13}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SandboxFacts) GetMode() string {
@@ -1265,7 +1378,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1390,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[14]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1403,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{14}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunResult) GetExitCode() int64 {
@@ -1386,7 +1499,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1511,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[15]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1524,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{15}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StartRequest) GetSpec() *ExecSpec {
@@ -1435,7 +1548,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1560,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[16]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1573,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{16}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StartResponse) GetProcessId() string {
@@ -1493,7 +1606,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1618,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[17]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1631,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{17}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadOutputRequest) GetProcessId() string {
@@ -1538,14 +1651,18 @@ type ReadOutputResponse struct {
 	// start (what the process wrote to it so far, less what is still unread);
 	// absent when the executor does not say. A reader that loses the executor
 	// reads on in the spill files from there.
-	Ends          *StreamEnds `protobuf:"bytes,5,opt,name=ends,proto3" json:"ends,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Ends *StreamEnds `protobuf:"bytes,5,opt,name=ends,proto3" json:"ends,omitempty"`
+	// The process waits for input: one of its processes (on a terminal, of
+	// the terminal's foreground group) is blocked reading its terminal or
+	// its open stdin. False where the executor cannot tell.
+	WaitingForInput bool `protobuf:"varint,6,opt,name=waiting_for_input,json=waitingForInput,proto3" json:"waiting_for_input,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1674,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[18]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1687,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{18}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadOutputResponse) GetDelta() []byte {
@@ -1608,6 +1725,13 @@ func (x *ReadOutputResponse) GetEnds() *StreamEnds {
 	return nil
 }
 
+func (x *ReadOutputResponse) GetWaitingForInput() bool {
+	if x != nil {
+		return x.WaitingForInput
+	}
+	return false
+}
+
 // Byte offsets in a process's stdout and stderr.
 type StreamEnds struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1619,7 +1743,7 @@ type StreamEnds struct {
 
 func (x *StreamEnds) Reset() {
 	*x = StreamEnds{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1755,7 @@ func (x *StreamEnds) String() string {
 func (*StreamEnds) ProtoMessage() {}
 
 func (x *StreamEnds) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[19]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1768,7 @@ func (x *StreamEnds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamEnds.ProtoReflect.Descriptor instead.
 func (*StreamEnds) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{19}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StreamEnds) GetStdout() int64 {
@@ -1671,7 +1795,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1807,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[20]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1820,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{20}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KillRequest) GetProcessId() string {
@@ -1723,7 +1847,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1859,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[21]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1872,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{21}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KillResponse) GetKilled() bool {
@@ -1767,7 +1891,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1903,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[22]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1916,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{22}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WaitRequest) GetProcessId() string {
@@ -1815,7 +1939,7 @@ type ProcessExit struct {
 
 func (x *ProcessExit) Reset() {
 	*x = ProcessExit{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1951,7 @@ func (x *ProcessExit) String() string {
 func (*ProcessExit) ProtoMessage() {}
 
 func (x *ProcessExit) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[23]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1964,7 @@ func (x *ProcessExit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessExit.ProtoReflect.Descriptor instead.
 func (*ProcessExit) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{23}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProcessExit) GetExitCode() int64 {
@@ -1887,7 +2011,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2023,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[24]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2036,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{24}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WaitResponse) GetExit() *ProcessExit {
@@ -1930,7 +2054,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +2066,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[25]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2079,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{25}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
 }
 
 type CloseResponse struct {
@@ -1966,7 +2090,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2102,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[26]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2115,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{26}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{27}
 }
 
 type ConfigureRequest struct {
@@ -2004,7 +2128,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2140,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[27]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2153,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{27}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ConfigureRequest) GetSettingsJson() []byte {
@@ -2047,7 +2171,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2183,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[28]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2196,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{28}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{29}
 }
 
 type ReleaseRequest struct {
@@ -2084,7 +2208,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2220,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[29]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2233,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{29}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReleaseRequest) GetProcessId() string {
@@ -2127,7 +2251,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2139,7 +2263,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[30]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2152,7 +2276,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{30}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{31}
 }
 
 type ReadSpillRequest struct {
@@ -2169,7 +2293,7 @@ type ReadSpillRequest struct {
 
 func (x *ReadSpillRequest) Reset() {
 	*x = ReadSpillRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2181,7 +2305,7 @@ func (x *ReadSpillRequest) String() string {
 func (*ReadSpillRequest) ProtoMessage() {}
 
 func (x *ReadSpillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[31]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2194,7 +2318,7 @@ func (x *ReadSpillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSpillRequest.ProtoReflect.Descriptor instead.
 func (*ReadSpillRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{31}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReadSpillRequest) GetPath() []byte {
@@ -2230,7 +2354,7 @@ type ReadSpillResponse struct {
 
 func (x *ReadSpillResponse) Reset() {
 	*x = ReadSpillResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2366,7 @@ func (x *ReadSpillResponse) String() string {
 func (*ReadSpillResponse) ProtoMessage() {}
 
 func (x *ReadSpillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[32]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2379,7 @@ func (x *ReadSpillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSpillResponse.ProtoReflect.Descriptor instead.
 func (*ReadSpillResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{32}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReadSpillResponse) GetData() []byte {
@@ -2281,7 +2405,7 @@ type ClosePartitionRequest struct {
 
 func (x *ClosePartitionRequest) Reset() {
 	*x = ClosePartitionRequest{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2293,7 +2417,7 @@ func (x *ClosePartitionRequest) String() string {
 func (*ClosePartitionRequest) ProtoMessage() {}
 
 func (x *ClosePartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[33]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2306,7 +2430,7 @@ func (x *ClosePartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClosePartitionRequest.ProtoReflect.Descriptor instead.
 func (*ClosePartitionRequest) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{33}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ClosePartitionRequest) GetPartition() string {
@@ -2324,7 +2448,7 @@ type ClosePartitionResponse struct {
 
 func (x *ClosePartitionResponse) Reset() {
 	*x = ClosePartitionResponse{}
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[34]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2460,7 @@ func (x *ClosePartitionResponse) String() string {
 func (*ClosePartitionResponse) ProtoMessage() {}
 
 func (x *ClosePartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_shellexec_v1_shellexec_proto_msgTypes[34]
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2473,202 @@ func (x *ClosePartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClosePartitionResponse.ProtoReflect.Descriptor instead.
 func (*ClosePartitionResponse) Descriptor() ([]byte, []int) {
-	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{34}
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{35}
+}
+
+type WriteInputRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ProcessId string                 `protobuf:"bytes,1,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	// Written as they are: on a terminal, "\x03" is Ctrl-C.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// After data, close the input: a pipe's end (the process reads EOF); on
+	// a terminal, its end-of-file character (Ctrl-D), the terminal staying.
+	CloseStdin    bool `protobuf:"varint,3,opt,name=close_stdin,json=closeStdin,proto3" json:"close_stdin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteInputRequest) Reset() {
+	*x = WriteInputRequest{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteInputRequest) ProtoMessage() {}
+
+func (x *WriteInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteInputRequest.ProtoReflect.Descriptor instead.
+func (*WriteInputRequest) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *WriteInputRequest) GetProcessId() string {
+	if x != nil {
+		return x.ProcessId
+	}
+	return ""
+}
+
+func (x *WriteInputRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *WriteInputRequest) GetCloseStdin() bool {
+	if x != nil {
+		return x.CloseStdin
+	}
+	return false
+}
+
+type WriteInputResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteInputResponse) Reset() {
+	*x = WriteInputResponse{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteInputResponse) ProtoMessage() {}
+
+func (x *WriteInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteInputResponse.ProtoReflect.Descriptor instead.
+func (*WriteInputResponse) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{37}
+}
+
+type ResizeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessId     string                 `protobuf:"bytes,1,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	Rows          uint32                 `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32                 `protobuf:"varint,3,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizeRequest) Reset() {
+	*x = ResizeRequest{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizeRequest) ProtoMessage() {}
+
+func (x *ResizeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizeRequest.ProtoReflect.Descriptor instead.
+func (*ResizeRequest) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ResizeRequest) GetProcessId() string {
+	if x != nil {
+		return x.ProcessId
+	}
+	return ""
+}
+
+func (x *ResizeRequest) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *ResizeRequest) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+type ResizeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizeResponse) Reset() {
+	*x = ResizeResponse{}
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizeResponse) ProtoMessage() {}
+
+func (x *ResizeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_shellexec_v1_shellexec_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizeResponse.ProtoReflect.Descriptor instead.
+func (*ResizeResponse) Descriptor() ([]byte, []int) {
+	return file_shellexec_v1_shellexec_proto_rawDescGZIP(), []int{39}
 }
 
 var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
@@ -2357,7 +2676,7 @@ var File_shellexec_v1_shellexec_proto protoreflect.FileDescriptor
 const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\n" +
 	"\x1cshellexec/v1/shellexec.proto\x12\x10dsh.shellexec.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\xe7\x02\n" +
+	"\x0fDescribeRequest\"\x9b\x03\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
@@ -2370,7 +2689,9 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x05shell\x18\t \x01(\tR\x05shell\x12:\n" +
 	"\n" +
 	"host_reach\x18\n" +
-	" \x01(\v2\x1b.dsh.shellexec.v1.HostReachR\thostReach\"\xaf\x01\n" +
+	" \x01(\v2\x1b.dsh.shellexec.v1.HostReachR\thostReach\x12\x1c\n" +
+	"\tterminals\x18\v \x01(\bR\tterminals\x12\x14\n" +
+	"\x05input\x18\f \x01(\bR\x05input\"\xaf\x01\n" +
 	"\tHostReach\x124\n" +
 	"\x04kind\x18\x01 \x01(\x0e2 .dsh.shellexec.v1.HostReach.KindR\x04kind\x12\x14\n" +
 	"\x05paths\x18\x02 \x03(\fR\x05paths\x12\x1a\n" +
@@ -2379,7 +2700,7 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x0fKIND_UNDECLARED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"KIND_PATHS\x10\x01\x12\r\n" +
-	"\tKIND_USER\x10\x02\"\xfc\x03\n" +
+	"\tKIND_USER\x10\x02\"\xd3\x04\n" +
 	"\vExecRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x18\n" +
 	"\aworkdir\x18\x02 \x01(\fR\aworkdir\x12\x1d\n" +
@@ -2392,13 +2713,19 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x10stderr_max_bytes\x18\b \x01(\x03R\x0estderrMaxBytes\x12!\n" +
 	"\fsandbox_mode\x18\t \x01(\tR\vsandboxMode\x12\x1c\n" +
 	"\tpartition\x18\n" +
-	" \x01(\tR\tpartition\x1a6\n" +
+	" \x01(\tR\tpartition\x126\n" +
+	"\bterminal\x18\v \x01(\v2\x1a.dsh.shellexec.v1.TerminalR\bterminal\x12\x1d\n" +
+	"\n" +
+	"open_stdin\x18\f \x01(\bR\topenStdin\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a9\n" +
 	"\vDshEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x97\x04\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"2\n" +
+	"\bTerminal\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xee\x04\n" +
 	"\bExecSpec\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x18\n" +
 	"\aworkdir\x18\x02 \x01(\fR\aworkdir\x12\x1d\n" +
@@ -2412,7 +2739,10 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\fsandbox_mode\x18\t \x01(\tR\vsandboxMode\x12\"\n" +
 	"\rkill_grace_ms\x18\n" +
 	" \x01(\x03R\vkillGraceMs\x12\x1c\n" +
-	"\tpartition\x18\v \x01(\tR\tpartition\x1a6\n" +
+	"\tpartition\x18\v \x01(\tR\tpartition\x126\n" +
+	"\bterminal\x18\f \x01(\v2\x1a.dsh.shellexec.v1.TerminalR\bterminal\x12\x1d\n" +
+	"\n" +
+	"open_stdin\x18\r \x01(\bR\topenStdin\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a9\n" +
@@ -2491,13 +2821,14 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x11stderr_spill_path\x18\x03 \x01(\tR\x0fstderrSpillPath\"2\n" +
 	"\x11ReadOutputRequest\x12\x1d\n" +
 	"\n" +
-	"process_id\x18\x01 \x01(\tR\tprocessId\"\xca\x01\n" +
+	"process_id\x18\x01 \x01(\tR\tprocessId\"\xf6\x01\n" +
 	"\x12ReadOutputResponse\x12\x14\n" +
 	"\x05delta\x18\x01 \x01(\fR\x05delta\x12\x14\n" +
 	"\x05lossy\x18\x02 \x01(\bR\x05lossy\x12*\n" +
 	"\x11stdout_spill_path\x18\x03 \x01(\tR\x0fstdoutSpillPath\x12*\n" +
 	"\x11stderr_spill_path\x18\x04 \x01(\tR\x0fstderrSpillPath\x120\n" +
-	"\x04ends\x18\x05 \x01(\v2\x1c.dsh.shellexec.v1.StreamEndsR\x04ends\"<\n" +
+	"\x04ends\x18\x05 \x01(\v2\x1c.dsh.shellexec.v1.StreamEndsR\x04ends\x12*\n" +
+	"\x11waiting_for_input\x18\x06 \x01(\bR\x0fwaitingForInput\"<\n" +
 	"\n" +
 	"StreamEnds\x12\x16\n" +
 	"\x06stdout\x18\x01 \x01(\x03R\x06stdout\x12\x16\n" +
@@ -2541,11 +2872,24 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\"5\n" +
 	"\x15ClosePartitionRequest\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\tR\tpartition\"\x18\n" +
-	"\x16ClosePartitionResponse*F\n" +
+	"\x16ClosePartitionResponse\"g\n" +
+	"\x11WriteInputRequest\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\x01 \x01(\tR\tprocessId\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1f\n" +
+	"\vclose_stdin\x18\x03 \x01(\bR\n" +
+	"closeStdin\"\x14\n" +
+	"\x12WriteInputResponse\"V\n" +
+	"\rResizeRequest\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\x01 \x01(\tR\tprocessId\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x03 \x01(\rR\x04cols\"\x10\n" +
+	"\x0eResizeResponse*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
-	"\rSTREAM_STDERR\x10\x022\xd1\a\n" +
+	"\rSTREAM_STDERR\x10\x022\xf7\b\n" +
 	"\rShellExecutor\x12Q\n" +
 	"\bDescribe\x12!.dsh.shellexec.v1.DescribeRequest\x1a\".dsh.shellexec.v1.DescribeResponse\x12N\n" +
 	"\aResolve\x12 .dsh.shellexec.v1.ResolveRequest\x1a!.dsh.shellexec.v1.ResolveResponse\x12A\n" +
@@ -2559,7 +2903,10 @@ const file_shellexec_v1_shellexec_proto_rawDesc = "" +
 	"\tConfigure\x12\".dsh.shellexec.v1.ConfigureRequest\x1a#.dsh.shellexec.v1.ConfigureResponse\x12N\n" +
 	"\aRelease\x12 .dsh.shellexec.v1.ReleaseRequest\x1a!.dsh.shellexec.v1.ReleaseResponse\x12T\n" +
 	"\tReadSpill\x12\".dsh.shellexec.v1.ReadSpillRequest\x1a#.dsh.shellexec.v1.ReadSpillResponse\x12c\n" +
-	"\x0eClosePartition\x12'.dsh.shellexec.v1.ClosePartitionRequest\x1a(.dsh.shellexec.v1.ClosePartitionResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
+	"\x0eClosePartition\x12'.dsh.shellexec.v1.ClosePartitionRequest\x1a(.dsh.shellexec.v1.ClosePartitionResponse\x12W\n" +
+	"\n" +
+	"WriteInput\x12#.dsh.shellexec.v1.WriteInputRequest\x1a$.dsh.shellexec.v1.WriteInputResponse\x12K\n" +
+	"\x06Resize\x12\x1f.dsh.shellexec.v1.ResizeRequest\x1a .dsh.shellexec.v1.ResizeResponseBGZEgithub.com/dsh-host/dsh-host/pluginapi/proto/shellexec/v1;shellexecv1b\x06proto3"
 
 var (
 	file_shellexec_v1_shellexec_proto_rawDescOnce sync.Once
@@ -2574,7 +2921,7 @@ func file_shellexec_v1_shellexec_proto_rawDescGZIP() []byte {
 }
 
 var file_shellexec_v1_shellexec_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_shellexec_v1_shellexec_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(Stream)(0),                    // 0: dsh.shellexec.v1.Stream
 	(HostReach_Kind)(0),            // 1: dsh.shellexec.v1.HostReach.Kind
@@ -2582,93 +2929,104 @@ var file_shellexec_v1_shellexec_proto_goTypes = []any{
 	(*DescribeResponse)(nil),       // 3: dsh.shellexec.v1.DescribeResponse
 	(*HostReach)(nil),              // 4: dsh.shellexec.v1.HostReach
 	(*ExecRequest)(nil),            // 5: dsh.shellexec.v1.ExecRequest
-	(*ExecSpec)(nil),               // 6: dsh.shellexec.v1.ExecSpec
-	(*ResolveRequest)(nil),         // 7: dsh.shellexec.v1.ResolveRequest
-	(*ResolveResponse)(nil),        // 8: dsh.shellexec.v1.ResolveResponse
-	(*RunInput)(nil),               // 9: dsh.shellexec.v1.RunInput
-	(*RunStart)(nil),               // 10: dsh.shellexec.v1.RunStart
-	(*RunAbort)(nil),               // 11: dsh.shellexec.v1.RunAbort
-	(*OutputChunk)(nil),            // 12: dsh.shellexec.v1.OutputChunk
-	(*RunEvent)(nil),               // 13: dsh.shellexec.v1.RunEvent
-	(*CollectedOutput)(nil),        // 14: dsh.shellexec.v1.CollectedOutput
-	(*SandboxFacts)(nil),           // 15: dsh.shellexec.v1.SandboxFacts
-	(*RunResult)(nil),              // 16: dsh.shellexec.v1.RunResult
-	(*StartRequest)(nil),           // 17: dsh.shellexec.v1.StartRequest
-	(*StartResponse)(nil),          // 18: dsh.shellexec.v1.StartResponse
-	(*ReadOutputRequest)(nil),      // 19: dsh.shellexec.v1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),     // 20: dsh.shellexec.v1.ReadOutputResponse
-	(*StreamEnds)(nil),             // 21: dsh.shellexec.v1.StreamEnds
-	(*KillRequest)(nil),            // 22: dsh.shellexec.v1.KillRequest
-	(*KillResponse)(nil),           // 23: dsh.shellexec.v1.KillResponse
-	(*WaitRequest)(nil),            // 24: dsh.shellexec.v1.WaitRequest
-	(*ProcessExit)(nil),            // 25: dsh.shellexec.v1.ProcessExit
-	(*WaitResponse)(nil),           // 26: dsh.shellexec.v1.WaitResponse
-	(*CloseRequest)(nil),           // 27: dsh.shellexec.v1.CloseRequest
-	(*CloseResponse)(nil),          // 28: dsh.shellexec.v1.CloseResponse
-	(*ConfigureRequest)(nil),       // 29: dsh.shellexec.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),      // 30: dsh.shellexec.v1.ConfigureResponse
-	(*ReleaseRequest)(nil),         // 31: dsh.shellexec.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),        // 32: dsh.shellexec.v1.ReleaseResponse
-	(*ReadSpillRequest)(nil),       // 33: dsh.shellexec.v1.ReadSpillRequest
-	(*ReadSpillResponse)(nil),      // 34: dsh.shellexec.v1.ReadSpillResponse
-	(*ClosePartitionRequest)(nil),  // 35: dsh.shellexec.v1.ClosePartitionRequest
-	(*ClosePartitionResponse)(nil), // 36: dsh.shellexec.v1.ClosePartitionResponse
-	nil,                            // 37: dsh.shellexec.v1.ExecRequest.EnvEntry
-	nil,                            // 38: dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	nil,                            // 39: dsh.shellexec.v1.ExecSpec.EnvEntry
-	nil,                            // 40: dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	(*Terminal)(nil),               // 6: dsh.shellexec.v1.Terminal
+	(*ExecSpec)(nil),               // 7: dsh.shellexec.v1.ExecSpec
+	(*ResolveRequest)(nil),         // 8: dsh.shellexec.v1.ResolveRequest
+	(*ResolveResponse)(nil),        // 9: dsh.shellexec.v1.ResolveResponse
+	(*RunInput)(nil),               // 10: dsh.shellexec.v1.RunInput
+	(*RunStart)(nil),               // 11: dsh.shellexec.v1.RunStart
+	(*RunAbort)(nil),               // 12: dsh.shellexec.v1.RunAbort
+	(*OutputChunk)(nil),            // 13: dsh.shellexec.v1.OutputChunk
+	(*RunEvent)(nil),               // 14: dsh.shellexec.v1.RunEvent
+	(*CollectedOutput)(nil),        // 15: dsh.shellexec.v1.CollectedOutput
+	(*SandboxFacts)(nil),           // 16: dsh.shellexec.v1.SandboxFacts
+	(*RunResult)(nil),              // 17: dsh.shellexec.v1.RunResult
+	(*StartRequest)(nil),           // 18: dsh.shellexec.v1.StartRequest
+	(*StartResponse)(nil),          // 19: dsh.shellexec.v1.StartResponse
+	(*ReadOutputRequest)(nil),      // 20: dsh.shellexec.v1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),     // 21: dsh.shellexec.v1.ReadOutputResponse
+	(*StreamEnds)(nil),             // 22: dsh.shellexec.v1.StreamEnds
+	(*KillRequest)(nil),            // 23: dsh.shellexec.v1.KillRequest
+	(*KillResponse)(nil),           // 24: dsh.shellexec.v1.KillResponse
+	(*WaitRequest)(nil),            // 25: dsh.shellexec.v1.WaitRequest
+	(*ProcessExit)(nil),            // 26: dsh.shellexec.v1.ProcessExit
+	(*WaitResponse)(nil),           // 27: dsh.shellexec.v1.WaitResponse
+	(*CloseRequest)(nil),           // 28: dsh.shellexec.v1.CloseRequest
+	(*CloseResponse)(nil),          // 29: dsh.shellexec.v1.CloseResponse
+	(*ConfigureRequest)(nil),       // 30: dsh.shellexec.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),      // 31: dsh.shellexec.v1.ConfigureResponse
+	(*ReleaseRequest)(nil),         // 32: dsh.shellexec.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),        // 33: dsh.shellexec.v1.ReleaseResponse
+	(*ReadSpillRequest)(nil),       // 34: dsh.shellexec.v1.ReadSpillRequest
+	(*ReadSpillResponse)(nil),      // 35: dsh.shellexec.v1.ReadSpillResponse
+	(*ClosePartitionRequest)(nil),  // 36: dsh.shellexec.v1.ClosePartitionRequest
+	(*ClosePartitionResponse)(nil), // 37: dsh.shellexec.v1.ClosePartitionResponse
+	(*WriteInputRequest)(nil),      // 38: dsh.shellexec.v1.WriteInputRequest
+	(*WriteInputResponse)(nil),     // 39: dsh.shellexec.v1.WriteInputResponse
+	(*ResizeRequest)(nil),          // 40: dsh.shellexec.v1.ResizeRequest
+	(*ResizeResponse)(nil),         // 41: dsh.shellexec.v1.ResizeResponse
+	nil,                            // 42: dsh.shellexec.v1.ExecRequest.EnvEntry
+	nil,                            // 43: dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	nil,                            // 44: dsh.shellexec.v1.ExecSpec.EnvEntry
+	nil,                            // 45: dsh.shellexec.v1.ExecSpec.DshEnvEntry
 }
 var file_shellexec_v1_shellexec_proto_depIdxs = []int32{
 	4,  // 0: dsh.shellexec.v1.DescribeResponse.host_reach:type_name -> dsh.shellexec.v1.HostReach
 	1,  // 1: dsh.shellexec.v1.HostReach.kind:type_name -> dsh.shellexec.v1.HostReach.Kind
-	37, // 2: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
-	38, // 3: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
-	39, // 4: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
-	40, // 5: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
-	5,  // 6: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
-	6,  // 7: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	10, // 8: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
-	11, // 9: dsh.shellexec.v1.RunInput.abort:type_name -> dsh.shellexec.v1.RunAbort
-	6,  // 10: dsh.shellexec.v1.RunStart.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	5,  // 11: dsh.shellexec.v1.RunStart.request:type_name -> dsh.shellexec.v1.ExecRequest
-	0,  // 12: dsh.shellexec.v1.OutputChunk.stream:type_name -> dsh.shellexec.v1.Stream
-	12, // 13: dsh.shellexec.v1.RunEvent.output:type_name -> dsh.shellexec.v1.OutputChunk
-	16, // 14: dsh.shellexec.v1.RunEvent.result:type_name -> dsh.shellexec.v1.RunResult
-	14, // 15: dsh.shellexec.v1.RunResult.stdout:type_name -> dsh.shellexec.v1.CollectedOutput
-	14, // 16: dsh.shellexec.v1.RunResult.stderr:type_name -> dsh.shellexec.v1.CollectedOutput
-	15, // 17: dsh.shellexec.v1.RunResult.sandbox:type_name -> dsh.shellexec.v1.SandboxFacts
-	6,  // 18: dsh.shellexec.v1.StartRequest.spec:type_name -> dsh.shellexec.v1.ExecSpec
-	21, // 19: dsh.shellexec.v1.ReadOutputResponse.ends:type_name -> dsh.shellexec.v1.StreamEnds
-	25, // 20: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
-	2,  // 21: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
-	7,  // 22: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
-	9,  // 23: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
-	17, // 24: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
-	19, // 25: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
-	22, // 26: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
-	24, // 27: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
-	27, // 28: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
-	29, // 29: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
-	31, // 30: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
-	33, // 31: dsh.shellexec.v1.ShellExecutor.ReadSpill:input_type -> dsh.shellexec.v1.ReadSpillRequest
-	35, // 32: dsh.shellexec.v1.ShellExecutor.ClosePartition:input_type -> dsh.shellexec.v1.ClosePartitionRequest
-	3,  // 33: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
-	8,  // 34: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
-	13, // 35: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
-	18, // 36: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
-	20, // 37: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
-	23, // 38: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
-	26, // 39: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
-	28, // 40: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
-	30, // 41: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
-	32, // 42: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
-	34, // 43: dsh.shellexec.v1.ShellExecutor.ReadSpill:output_type -> dsh.shellexec.v1.ReadSpillResponse
-	36, // 44: dsh.shellexec.v1.ShellExecutor.ClosePartition:output_type -> dsh.shellexec.v1.ClosePartitionResponse
-	33, // [33:45] is the sub-list for method output_type
-	21, // [21:33] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	42, // 2: dsh.shellexec.v1.ExecRequest.env:type_name -> dsh.shellexec.v1.ExecRequest.EnvEntry
+	43, // 3: dsh.shellexec.v1.ExecRequest.dsh_env:type_name -> dsh.shellexec.v1.ExecRequest.DshEnvEntry
+	6,  // 4: dsh.shellexec.v1.ExecRequest.terminal:type_name -> dsh.shellexec.v1.Terminal
+	44, // 5: dsh.shellexec.v1.ExecSpec.env:type_name -> dsh.shellexec.v1.ExecSpec.EnvEntry
+	45, // 6: dsh.shellexec.v1.ExecSpec.dsh_env:type_name -> dsh.shellexec.v1.ExecSpec.DshEnvEntry
+	6,  // 7: dsh.shellexec.v1.ExecSpec.terminal:type_name -> dsh.shellexec.v1.Terminal
+	5,  // 8: dsh.shellexec.v1.ResolveRequest.request:type_name -> dsh.shellexec.v1.ExecRequest
+	7,  // 9: dsh.shellexec.v1.ResolveResponse.spec:type_name -> dsh.shellexec.v1.ExecSpec
+	11, // 10: dsh.shellexec.v1.RunInput.start:type_name -> dsh.shellexec.v1.RunStart
+	12, // 11: dsh.shellexec.v1.RunInput.abort:type_name -> dsh.shellexec.v1.RunAbort
+	7,  // 12: dsh.shellexec.v1.RunStart.spec:type_name -> dsh.shellexec.v1.ExecSpec
+	5,  // 13: dsh.shellexec.v1.RunStart.request:type_name -> dsh.shellexec.v1.ExecRequest
+	0,  // 14: dsh.shellexec.v1.OutputChunk.stream:type_name -> dsh.shellexec.v1.Stream
+	13, // 15: dsh.shellexec.v1.RunEvent.output:type_name -> dsh.shellexec.v1.OutputChunk
+	17, // 16: dsh.shellexec.v1.RunEvent.result:type_name -> dsh.shellexec.v1.RunResult
+	15, // 17: dsh.shellexec.v1.RunResult.stdout:type_name -> dsh.shellexec.v1.CollectedOutput
+	15, // 18: dsh.shellexec.v1.RunResult.stderr:type_name -> dsh.shellexec.v1.CollectedOutput
+	16, // 19: dsh.shellexec.v1.RunResult.sandbox:type_name -> dsh.shellexec.v1.SandboxFacts
+	7,  // 20: dsh.shellexec.v1.StartRequest.spec:type_name -> dsh.shellexec.v1.ExecSpec
+	22, // 21: dsh.shellexec.v1.ReadOutputResponse.ends:type_name -> dsh.shellexec.v1.StreamEnds
+	26, // 22: dsh.shellexec.v1.WaitResponse.exit:type_name -> dsh.shellexec.v1.ProcessExit
+	2,  // 23: dsh.shellexec.v1.ShellExecutor.Describe:input_type -> dsh.shellexec.v1.DescribeRequest
+	8,  // 24: dsh.shellexec.v1.ShellExecutor.Resolve:input_type -> dsh.shellexec.v1.ResolveRequest
+	10, // 25: dsh.shellexec.v1.ShellExecutor.Run:input_type -> dsh.shellexec.v1.RunInput
+	18, // 26: dsh.shellexec.v1.ShellExecutor.Start:input_type -> dsh.shellexec.v1.StartRequest
+	20, // 27: dsh.shellexec.v1.ShellExecutor.ReadOutput:input_type -> dsh.shellexec.v1.ReadOutputRequest
+	23, // 28: dsh.shellexec.v1.ShellExecutor.Kill:input_type -> dsh.shellexec.v1.KillRequest
+	25, // 29: dsh.shellexec.v1.ShellExecutor.Wait:input_type -> dsh.shellexec.v1.WaitRequest
+	28, // 30: dsh.shellexec.v1.ShellExecutor.Close:input_type -> dsh.shellexec.v1.CloseRequest
+	30, // 31: dsh.shellexec.v1.ShellExecutor.Configure:input_type -> dsh.shellexec.v1.ConfigureRequest
+	32, // 32: dsh.shellexec.v1.ShellExecutor.Release:input_type -> dsh.shellexec.v1.ReleaseRequest
+	34, // 33: dsh.shellexec.v1.ShellExecutor.ReadSpill:input_type -> dsh.shellexec.v1.ReadSpillRequest
+	36, // 34: dsh.shellexec.v1.ShellExecutor.ClosePartition:input_type -> dsh.shellexec.v1.ClosePartitionRequest
+	38, // 35: dsh.shellexec.v1.ShellExecutor.WriteInput:input_type -> dsh.shellexec.v1.WriteInputRequest
+	40, // 36: dsh.shellexec.v1.ShellExecutor.Resize:input_type -> dsh.shellexec.v1.ResizeRequest
+	3,  // 37: dsh.shellexec.v1.ShellExecutor.Describe:output_type -> dsh.shellexec.v1.DescribeResponse
+	9,  // 38: dsh.shellexec.v1.ShellExecutor.Resolve:output_type -> dsh.shellexec.v1.ResolveResponse
+	14, // 39: dsh.shellexec.v1.ShellExecutor.Run:output_type -> dsh.shellexec.v1.RunEvent
+	19, // 40: dsh.shellexec.v1.ShellExecutor.Start:output_type -> dsh.shellexec.v1.StartResponse
+	21, // 41: dsh.shellexec.v1.ShellExecutor.ReadOutput:output_type -> dsh.shellexec.v1.ReadOutputResponse
+	24, // 42: dsh.shellexec.v1.ShellExecutor.Kill:output_type -> dsh.shellexec.v1.KillResponse
+	27, // 43: dsh.shellexec.v1.ShellExecutor.Wait:output_type -> dsh.shellexec.v1.WaitResponse
+	29, // 44: dsh.shellexec.v1.ShellExecutor.Close:output_type -> dsh.shellexec.v1.CloseResponse
+	31, // 45: dsh.shellexec.v1.ShellExecutor.Configure:output_type -> dsh.shellexec.v1.ConfigureResponse
+	33, // 46: dsh.shellexec.v1.ShellExecutor.Release:output_type -> dsh.shellexec.v1.ReleaseResponse
+	35, // 47: dsh.shellexec.v1.ShellExecutor.ReadSpill:output_type -> dsh.shellexec.v1.ReadSpillResponse
+	37, // 48: dsh.shellexec.v1.ShellExecutor.ClosePartition:output_type -> dsh.shellexec.v1.ClosePartitionResponse
+	39, // 49: dsh.shellexec.v1.ShellExecutor.WriteInput:output_type -> dsh.shellexec.v1.WriteInputResponse
+	41, // 50: dsh.shellexec.v1.ShellExecutor.Resize:output_type -> dsh.shellexec.v1.ResizeResponse
+	37, // [37:51] is the sub-list for method output_type
+	23, // [23:37] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_shellexec_v1_shellexec_proto_init() }
@@ -2676,23 +3034,23 @@ func file_shellexec_v1_shellexec_proto_init() {
 	if File_shellexec_v1_shellexec_proto != nil {
 		return
 	}
-	file_shellexec_v1_shellexec_proto_msgTypes[7].OneofWrappers = []any{
+	file_shellexec_v1_shellexec_proto_msgTypes[8].OneofWrappers = []any{
 		(*RunInput_Start)(nil),
 		(*RunInput_Abort)(nil),
 	}
-	file_shellexec_v1_shellexec_proto_msgTypes[11].OneofWrappers = []any{
+	file_shellexec_v1_shellexec_proto_msgTypes[12].OneofWrappers = []any{
 		(*RunEvent_Output)(nil),
 		(*RunEvent_Result)(nil),
 	}
-	file_shellexec_v1_shellexec_proto_msgTypes[14].OneofWrappers = []any{}
-	file_shellexec_v1_shellexec_proto_msgTypes[23].OneofWrappers = []any{}
+	file_shellexec_v1_shellexec_proto_msgTypes[15].OneofWrappers = []any{}
+	file_shellexec_v1_shellexec_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shellexec_v1_shellexec_proto_rawDesc), len(file_shellexec_v1_shellexec_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

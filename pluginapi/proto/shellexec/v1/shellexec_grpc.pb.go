@@ -41,6 +41,8 @@ const (
 	ShellExecutor_Release_FullMethodName        = "/dsh.shellexec.v1.ShellExecutor/Release"
 	ShellExecutor_ReadSpill_FullMethodName      = "/dsh.shellexec.v1.ShellExecutor/ReadSpill"
 	ShellExecutor_ClosePartition_FullMethodName = "/dsh.shellexec.v1.ShellExecutor/ClosePartition"
+	ShellExecutor_WriteInput_FullMethodName     = "/dsh.shellexec.v1.ShellExecutor/WriteInput"
+	ShellExecutor_Resize_FullMethodName         = "/dsh.shellexec.v1.ShellExecutor/Resize"
 )
 
 // ShellExecutorClient is the client API for ShellExecutor service.
@@ -86,6 +88,14 @@ type ShellExecutorClient interface {
 	// removes what it keeps for it (a container). An executor that does not
 	// partition answers at once, having nothing to end.
 	ClosePartition(ctx context.Context, in *ClosePartitionRequest, opts ...grpc.CallOption) (*ClosePartitionResponse, error)
+	// WriteInput writes to a background process's input: its terminal, or
+	// the stdin pipe Start kept open. An executor that does not offer input
+	// answers UNSUPPORTED; a plugin built before the call, unimplemented: a
+	// host takes both as "not offered".
+	WriteInput(ctx context.Context, in *WriteInputRequest, opts ...grpc.CallOption) (*WriteInputResponse, error)
+	// Resize sets the size of a background process's terminal (the process
+	// gets SIGWINCH).
+	Resize(ctx context.Context, in *ResizeRequest, opts ...grpc.CallOption) (*ResizeResponse, error)
 }
 
 type shellExecutorClient struct {
@@ -219,6 +229,26 @@ func (c *shellExecutorClient) ClosePartition(ctx context.Context, in *CloseParti
 	return out, nil
 }
 
+func (c *shellExecutorClient) WriteInput(ctx context.Context, in *WriteInputRequest, opts ...grpc.CallOption) (*WriteInputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WriteInputResponse)
+	err := c.cc.Invoke(ctx, ShellExecutor_WriteInput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shellExecutorClient) Resize(ctx context.Context, in *ResizeRequest, opts ...grpc.CallOption) (*ResizeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResizeResponse)
+	err := c.cc.Invoke(ctx, ShellExecutor_Resize_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShellExecutorServer is the server API for ShellExecutor service.
 // All implementations must embed UnimplementedShellExecutorServer
 // for forward compatibility.
@@ -262,6 +292,14 @@ type ShellExecutorServer interface {
 	// removes what it keeps for it (a container). An executor that does not
 	// partition answers at once, having nothing to end.
 	ClosePartition(context.Context, *ClosePartitionRequest) (*ClosePartitionResponse, error)
+	// WriteInput writes to a background process's input: its terminal, or
+	// the stdin pipe Start kept open. An executor that does not offer input
+	// answers UNSUPPORTED; a plugin built before the call, unimplemented: a
+	// host takes both as "not offered".
+	WriteInput(context.Context, *WriteInputRequest) (*WriteInputResponse, error)
+	// Resize sets the size of a background process's terminal (the process
+	// gets SIGWINCH).
+	Resize(context.Context, *ResizeRequest) (*ResizeResponse, error)
 	mustEmbedUnimplementedShellExecutorServer()
 }
 
@@ -307,6 +345,12 @@ func (UnimplementedShellExecutorServer) ReadSpill(context.Context, *ReadSpillReq
 }
 func (UnimplementedShellExecutorServer) ClosePartition(context.Context, *ClosePartitionRequest) (*ClosePartitionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClosePartition not implemented")
+}
+func (UnimplementedShellExecutorServer) WriteInput(context.Context, *WriteInputRequest) (*WriteInputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WriteInput not implemented")
+}
+func (UnimplementedShellExecutorServer) Resize(context.Context, *ResizeRequest) (*ResizeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Resize not implemented")
 }
 func (UnimplementedShellExecutorServer) mustEmbedUnimplementedShellExecutorServer() {}
 func (UnimplementedShellExecutorServer) testEmbeddedByValue()                       {}
@@ -534,6 +578,42 @@ func _ShellExecutor_ClosePartition_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShellExecutor_WriteInput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WriteInputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShellExecutorServer).WriteInput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShellExecutor_WriteInput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShellExecutorServer).WriteInput(ctx, req.(*WriteInputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShellExecutor_Resize_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResizeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShellExecutorServer).Resize(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShellExecutor_Resize_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShellExecutorServer).Resize(ctx, req.(*ResizeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShellExecutor_ServiceDesc is the grpc.ServiceDesc for ShellExecutor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -584,6 +664,14 @@ var ShellExecutor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClosePartition",
 			Handler:    _ShellExecutor_ClosePartition_Handler,
+		},
+		{
+			MethodName: "WriteInput",
+			Handler:    _ShellExecutor_WriteInput_Handler,
+		},
+		{
+			MethodName: "Resize",
+			Handler:    _ShellExecutor_Resize_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
