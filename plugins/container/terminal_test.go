@@ -165,3 +165,44 @@ func TestTerminalsStayInTheirPartition(t *testing.T) {
 		})
 	}
 }
+
+// waitsForInput reads p until a read says it waits for input, within 10 s.
+func waitsForInput(t *testing.T, p pluginapi.ShellProcess) (bool, string) {
+	t.Helper()
+	var all strings.Builder
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		r, err := p.ReadOutput(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.WriteString(r.Delta)
+		if r.WaitingForInput {
+			return true, all.String()
+		}
+	}
+	return false, all.String()
+}
+
+// Waiting for input is told in the container for the ways shells wait
+// there, not only for a plain read: bash's readline (pselect6) and
+// busybox's line editing (poll), whose descriptor sets the agent reads in
+// the shell's memory under the container's seccomp profile; in each
+// sandbox mode.
+func TestWaitingForInputInAContainer(t *testing.T) {
+	for _, name := range []string{"docker", "podman"} {
+		t.Run(name, func(t *testing.T) {
+			addr := engine(t, name)
+			ws, _ := dirs(t)
+			x := newExecutor(t, addr, map[string]any{"workspace": ws})
+			for _, mode := range []pluginapi.SandboxMode{pluginapi.SandboxReadOnly, pluginapi.SandboxWorkspaceWrite, pluginapi.SandboxDangerFullAccess} {
+				for _, shell := range []string{"exec bash --norc --noprofile -i", "exec sh -i", "read -r x; echo got $x"} {
+					p := startTerminal(t, x, mode, "", shell)
+					if waiting, got := waitsForInput(t, p); !waiting {
+						t.Errorf("%s on a terminal, %s: no read said it waits for input within 10 s; reads gave %q", shell, mode, got)
+					}
+					_, _ = p.Kill(t.Context())
+				}
+			}
+		})
+	}
+}
