@@ -26,6 +26,9 @@ func New() *Executor {
 			Name: Name, Version: Version, Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: SettingsSchema,
 			Services: []string{pluginapi.ServiceShell}, Uncontained: uncontained,
+			// The agent in the container gives them (a pty of the
+			// container's own devpts).
+			Terminals: true, Input: true,
 		},
 		Split: split,
 		Modes: func(target []byte) ([]pluginapi.SandboxMode, pluginapi.SandboxMode) {

@@ -157,6 +157,8 @@ func New() *Executor {
 			Services: []string{pluginapi.ServiceShell},
 			// The commands run in a pod: nothing of this machine's.
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
+			// The agent in the pod gives them.
+			Terminals: true, Input: true,
 		},
 		Split: split, Modes: sandboxModes, Describe: describe,
 		NewTarget: func(mode pluginapi.SandboxMode, partition string) remoteexec.ModeTarget {

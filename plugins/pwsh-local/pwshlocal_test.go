@@ -108,6 +108,37 @@ func TestMissingPwsh(t *testing.T) {
 	}
 }
 
+// pwsh-local offers neither terminals nor input (PowerShell runs
+// -NonInteractive, and no ConPTY is built for Windows): Describe says so,
+// and Resolve and Start refuse them with ErrUnsupported, naming it, with
+// no PowerShell needed to tell.
+func TestNoTerminals(t *testing.T) {
+	x := pwshlocal.New()
+	ctx := context.Background()
+	defer x.Close(ctx)
+	d, err := x.Describe(ctx)
+	if err != nil || d.Terminals || d.Input {
+		t.Fatalf("Describe: terminals %v, input %v, %v; want neither offered", d.Terminals, d.Input, err)
+	}
+	for _, req := range []pluginapi.ExecRequest{
+		{Command: "exit 0", Terminal: &pluginapi.Terminal{Rows: 24, Cols: 80}},
+		{Command: "exit 0", OpenStdin: true},
+	} {
+		if _, err := x.Resolve(ctx, req); !errors.Is(err, pluginapi.ErrUnsupported) || !strings.Contains(err.Error(), pwshlocal.Name) {
+			t.Errorf("Resolve of a terminal (%v) or an open stdin: %v; want ErrUnsupported naming %s", req.Terminal != nil, err, pwshlocal.Name)
+		}
+		spec, err := x.Resolve(ctx, pluginapi.ExecRequest{Command: "exit 0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Terminal, spec.OpenStdin = req.Terminal, true
+		if p, err := x.Start(ctx, spec); err == nil {
+			_, _ = p.Kill(ctx)
+			t.Errorf("Start of a spec with a terminal (%v) or an open stdin ran it", req.Terminal != nil)
+		}
+	}
+}
+
 // The suite runs against pwsh-local wherever pwsh is on PATH.
 func TestConformance(t *testing.T) {
 	if _, err := exec.LookPath(pwshlocal.DefaultExecutable); err != nil {

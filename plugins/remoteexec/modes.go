@@ -415,8 +415,10 @@ type process struct {
 }
 
 var (
-	_ pluginapi.Releaser   = (*process)(nil)
-	_ pluginapi.SpillNamer = (*process)(nil)
+	_ pluginapi.Releaser    = (*process)(nil)
+	_ pluginapi.SpillNamer  = (*process)(nil)
+	_ pluginapi.InputWriter = (*process)(nil)
+	_ pluginapi.Resizer     = (*process)(nil)
 )
 
 func (p *process) ID() string { return p.id }
@@ -426,6 +428,17 @@ func (p *process) Release(ctx context.Context) error {
 		return r.Release(ctx)
 	}
 	return nil
+}
+
+// WriteInput writes to the process's input where it runs (the agent's
+// terminal or open stdin); a process started without one says so there.
+func (p *process) WriteInput(ctx context.Context, data []byte, closeStdin bool) error {
+	return pluginapi.WriteInput(ctx, p.ShellProcess, data, closeStdin)
+}
+
+// Resize sets the size of the process's terminal where it runs.
+func (p *process) Resize(ctx context.Context, rows, cols int) error {
+	return pluginapi.Resize(ctx, p.ShellProcess, rows, cols)
 }
 
 func (p *process) SpillPaths() (stdout, stderr string) {

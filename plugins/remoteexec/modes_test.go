@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dsh-host/dsh-host/pluginapi"
 	bashlocal "github.com/dsh-host/dsh-host/plugins/bash-local"
@@ -52,7 +53,7 @@ func (f *modesFixture) modes(perPartition bool) *remoteexec.Modes {
 	return remoteexec.NewModes(remoteexec.ModesConfig{
 		Description: pluginapi.Description{Name: "modes", Version: "0", Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: bashlocal.SettingsSchema,
-			Services: []string{pluginapi.ServiceShell}},
+			Services: []string{pluginapi.ServiceShell}, Terminals: true, Input: true},
 		Split: split,
 		Modes: func(target []byte) ([]pluginapi.SandboxMode, pluginapi.SandboxMode) {
 			if string(target) == `{"where":"none"}` {
@@ -199,6 +200,91 @@ func TestModesPerPartition(t *testing.T) {
 	}
 	if n := len(f.targets); n != 4 || !f.targets[3].opened.Load() || f.targets[3].partition != "b" {
 		t.Errorf("after b's session lost its shape: %d targets; want a new one for b", n)
+	}
+}
+
+// A background process of a mode's session keeps what the agent gives it:
+// its terminal takes input and a new size, a read says when it waits for
+// input, and a process without open input says so; the executor's ids do
+// not hide any of it.
+func TestModesCarryTerminalsAndInput(t *testing.T) {
+	ctx := t.Context()
+	f := &modesFixture{}
+	x := f.modes(true)
+	defer x.Close(context.Background())
+	start := func(req pluginapi.ExecRequest) pluginapi.ShellProcess {
+		t.Helper()
+		spec, err := x.Resolve(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := x.Start(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = p.Kill(context.Background())
+			_, _ = p.Wait(context.Background())
+		})
+		return p
+	}
+	readUntil := func(p pluginapi.ShellProcess, want string) (waited bool) {
+		t.Helper()
+		var all strings.Builder
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			r, err := p.ReadOutput(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.WriteString(r.Delta)
+			waited = waited || r.WaitingForInput
+			if strings.Contains(all.String(), want) && (waited || !strings.HasSuffix(want, "? ")) {
+				return waited
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("no %q within 10 s (waiting for input: %v); got %q", want, waited, all.String())
+		return false
+	}
+	p := start(pluginapi.ExecRequest{Partition: "a", Terminal: &pluginapi.Terminal{Rows: 24, Cols: 80},
+		Command: `stty size; printf 'name? '; IFS= read -r n; echo "got $(stty size) $n"`})
+	if !strings.HasPrefix(p.ID(), "t1-") {
+		t.Errorf("id %q; want the executor's", p.ID())
+	}
+	if !readUntil(p, "name? ") {
+		t.Errorf("a terminal job blocked reading its terminal: no read said it waits for input")
+	}
+	if err := pluginapi.Resize(ctx, p, 30, 100); err != nil {
+		t.Fatalf("Resize through the executor: %v", err)
+	}
+	if err := pluginapi.WriteInput(ctx, p, []byte("tty\n"), false); err != nil {
+		t.Fatalf("WriteInput through the executor: %v", err)
+	}
+	readUntil(p, "got 30 100 tty")
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pluginapi.WriteInput(ctx, p, []byte("late\n"), false); !errors.Is(err, pluginapi.ErrInputClosed) {
+		t.Errorf("input to a finished process: %v; want ErrInputClosed", err)
+	}
+	piped := start(pluginapi.ExecRequest{Partition: "b", OpenStdin: true, Command: "cat"})
+	if err := pluginapi.WriteInput(ctx, piped, []byte("one\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(piped, "one\n")
+	if err := pluginapi.Resize(ctx, piped, 10, 10); !errors.Is(err, pluginapi.ErrUnsupported) {
+		t.Errorf("Resize of a process without a terminal: %v; want ErrUnsupported", err)
+	}
+	if err := pluginapi.WriteInput(ctx, piped, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if exit, err := piped.Wait(ctx); err != nil || exit.ExitCode == nil || *exit.ExitCode != 0 {
+		t.Errorf("cat once its stdin closed: %+v, %v; want exit 0", exit, err)
+	}
+	plain := start(pluginapi.ExecRequest{Partition: "b", Command: "sleep 30"})
+	if err := pluginapi.WriteInput(ctx, plain, []byte("x"), false); !errors.Is(err, pluginapi.ErrUnsupported) {
+		t.Errorf("input to a process started without open input: %v; want ErrUnsupported", err)
 	}
 }
 

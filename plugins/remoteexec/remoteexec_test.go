@@ -52,7 +52,7 @@ func newExecutorReopening(t *pipeTarget, reopen bool) *remoteexec.Executor {
 		Reopen: reopen,
 		Description: pluginapi.Description{Name: "pipe", Version: "0", Platform: "linux", Shell: "bash",
 			SettingsNamespace: pluginapi.SettingsNamespace, SettingsSchema: bashlocal.SettingsSchema,
-			Services: []string{pluginapi.ServiceShell}},
+			Services: []string{pluginapi.ServiceShell}, Terminals: true, Input: true},
 		Target: t,
 		Split:  split,
 	})

@@ -89,6 +89,8 @@ func New() *remoteexec.Executor {
 			Services: []string{pluginapi.ServiceShell},
 			// The commands run on another machine: nothing of this one.
 			Reach: pluginapi.HostReach{Kind: pluginapi.ReachPaths},
+			// The agent on the other machine gives them.
+			Terminals: true, Input: true,
 		},
 		Target: target{},
 		Split: func(raw []byte) ([]byte, []byte, error) {
