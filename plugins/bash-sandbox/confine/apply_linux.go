@@ -25,7 +25,7 @@ const minFSABI = 3
 
 // namespaces are what every confined run gets of its own, by its init
 // (runinit_linux.c).
-var namespaces = []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev"}
+var namespaces = []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev", "own-devpts"}
 
 // Probe says what this kernel can enforce of p, without enforcing it:
 // the confinements every command of p would be under, or why it cannot.
@@ -160,6 +160,9 @@ func landlockRuleset(p Policy, abi int) (int, error) {
 		if err == nil {
 			err = add(dev, llsys.AccessFSReadFile|llsys.AccessFSWriteFile|llsys.AccessFSTruncate|llsys.AccessFSIoctlDev, false)
 		}
+	}
+	if err == nil {
+		err = add(devDir, read|llsys.AccessFSWriteFile|llsys.AccessFSTruncate|llsys.AccessFSIoctlDev, false)
 	}
 	for _, w := range p.writable() {
 		access := handled
