@@ -40,14 +40,17 @@ var hostTerminalAttacks = []string{
 	`echo INJECTED-by-rdwr 1<>/dev/tty; echo "rdwr: $?"`,
 	`exec 3<>/dev/tty && read -t 3 -u 3 line; echo "STOLE:[$line]"`,
 	`exec 3</dev/tty && read -t 3 -u 3 line; echo "STOLE:[$line]"`,
+	// Every character device any process of the run has open (the
+	// spawner's stderr, the plugin's, is the terminal).
+	`for f in /proc/[0-9]*/fd/*; do [ -c "$f" ] && { echo "INJECTED-via-$f" 1<>"$f"; echo "via $f: $?"; }; done`,
 	// A session leader without a terminal takes the first one it opens
 	// without O_NOCTTY: then TIOCSTI would be its own terminal's.
 	`perl -e 'open(my $t, "+<", "/dev/tty") or die "open: $!\n"; ioctl($t, 0x540E, 0) or print "TIOCSCTTY: $!\n"; for (split //, "echo INJECTED-by-TIOCSTI\n") { ioctl($t, 0x5412, $_) or die "TIOCSTI: $!\n" } print "injected\n"'`,
 }
 
 // TestContainHostTerminal runs the sandbox in a child whose controlling
-// terminal is a pty this test holds (as a plugin started from a user's
-// terminal has it), and checks that nothing the sandboxed commands do
+// terminal, stdin and stderr are a pty this test holds (as a plugin
+// started from a user's terminal has them), and checks that nothing the sandboxed commands do
 // writes to it or reads what is typed there.
 func TestContainHostTerminal(t *testing.T) {
 	if os.Getenv(cttyChildVar) == "1" {
@@ -78,9 +81,11 @@ func TestContainHostTerminal(t *testing.T) {
 	}()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestContainHostTerminal$", "-test.v")
 	cmd.Env = append(os.Environ(), cttyChildVar+"=1")
-	cmd.Stdin = slave
+	// Its stdin and stderr are the terminal, as a host's started there
+	// (the spawner's stderr is the plugin's); its stdout is the report.
+	cmd.Stdin, cmd.Stderr = slave, slave
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout = &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
