@@ -202,14 +202,17 @@ for my $req (0x5412, 0xffffffff00005412) {
 	for my $c (split //, "echo INJ" . "ECTED\n") {
 		if (syscall(%d, fileno($t), $req, $c) != 0) { printf "TIOCSTI %%x: %%s\n", $req, $!; last }
 	}
-}'
-read -t 1 line; echo "READ:[$line]"; echo tiocsti-done`, ioctlNr())
+}
+my $d = pack("i", 0); ioctl($t, %d, $d) or print "TIOCSETD: $!\n";'
+read -t 1 line; echo "READ:[$line]"; echo tiocsti-done`, ioctlNr(), unix.TIOCSETD)
 }
 
 // TIOCSTI: a command on a terminal cannot push input into it, whatever
 // the host's dev.tty.legacy_tiocsti says (it is 1 on many hosts, and
 // then Linux lets a process push into its own controlling terminal: what
-// the next reader there, a shell, would take as typed).
+// the next reader there, a shell, would take as typed). Nor can it set a
+// line discipline (TIOCSETD, even N_TTY's): the kernel's rarer ones are
+// attack surface a pty would otherwise open to it.
 func TestContainTerminalTIOCSTI(t *testing.T) {
 	needTool(t, "perl")
 	if v, err := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti"); err == nil {
@@ -221,7 +224,7 @@ func TestContainTerminalTIOCSTI(t *testing.T) {
 		if strings.Contains(out, "INJECTED") {
 			t.Errorf("ESCAPE (TIOCSTI): a sandboxed command pushed input into its terminal: %q", out)
 		}
-		for _, req := range []string{"TIOCSTI 5412: Operation not permitted", "TIOCSTI ffffffff00005412: Operation not permitted"} {
+		for _, req := range []string{"TIOCSTI 5412: Operation not permitted", "TIOCSTI ffffffff00005412: Operation not permitted", "TIOCSETD: Operation not permitted"} {
 			if !strings.Contains(out, req) {
 				t.Errorf("the attack did not say %q, so it proves nothing: %q", req, out)
 			}

@@ -284,9 +284,13 @@ func nativeOnly() []bpf.Instruction {
 // (Linux refuses it on a terminal other than the caller's own without
 // CAP_SYS_ADMIN, and on its own only when the sysctl
 // dev.tty.legacy_tiocsti is 0, which a host may set either way: this does
-// not depend on it), and TIOCLINUX, the virtual console's own (a
-// selection pasted as input, among others).
-var refusedTerminalIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+// not depend on it); TIOCLINUX, the virtual console's own (a selection
+// pasted as input, among others); and TIOCSETD, which puts a line
+// discipline on a terminal: with a pty of its own a command could reach
+// n_gsm, n_hdlc and the like, rarely used code with a history of
+// privilege escalations, loaded on demand where dev.tty.ldisc_autoload is
+// 1 (as here); no ordinary command changes its terminal's discipline.
+var refusedTerminalIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD}
 
 // refusedIoctls fails ioctl(2) with EPERM for each of
 // refusedTerminalIoctls, by the request's low 32 bits: the kernel takes

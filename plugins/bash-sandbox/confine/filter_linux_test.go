@@ -51,8 +51,8 @@ func run(t *testing.T, vm *bpf.VM, data []byte) uint32 {
 
 // The one filter decides every call as the library's program and the
 // foreign-architecture filter loaded after it used to decide together, but
-// the terminal ioctls it refuses (TIOCSTI, TIOCLINUX, by the request's low
-// 32 bits, high bits set or not): for
+// the terminal ioctls it refuses (TIOCSTI, TIOCLINUX, TIOCSETD, by the
+// request's low 32 bits, high bits set or not): for
 // every number, x32 calls, the native architecture and three others, and
 // the arguments the rules look at.
 func TestOneFilterDecidesAsTheRules(t *testing.T) {
@@ -61,7 +61,7 @@ func TestOneFilterDecidesAsTheRules(t *testing.T) {
 	args := []uint64{0, 1, 2, unix.AF_INET, unix.AF_INET6, unix.AF_UNIX | 1<<32, unix.SOCK_STREAM, unix.SOCK_DGRAM,
 		unix.SOCK_RAW, unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWIPC, unix.CLONE_NEWNET,
 		unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_VM | unix.CLONE_FS, ^uint64(0),
-		unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSTI | 0xffffffff<<32, unix.TIOCLINUX | 1<<32, unix.TIOCSTI + 1, unix.TIOCSCTTY}
+		unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSTI | 0xffffffff<<32, unix.TIOCLINUX | 1<<32, unix.TIOCSTI + 1, unix.TIOCSCTTY, unix.TIOCSETD, unix.TIOCGETD}
 	// The calls whose rules look at their arguments.
 	conditioned := []uint32{unix.SYS_CLONE, unix.SYS_SOCKET, unix.SYS_SOCKETPAIR, unix.SYS_PRLIMIT64, unix.SYS_IOCTL}
 	var nrs []uint32
