@@ -363,3 +363,15 @@ func TestTerminalDevTty(t *testing.T) {
 		}
 	})
 }
+
+// A run makes at most 64 terminals at once (its devpts instance's max):
+// the kernel's pool for instances other than the host's is shared.
+func TestTerminalsPerRunBounded(t *testing.T) {
+	needTool(t, "perl")
+	eachMode(t, func(t *testing.T, b *box, mode pluginapi.SandboxMode) {
+		res := attack(t, b, mode, `perl -e 'my @t; while (open(my $f, "+<", "/dev/ptmx")) { push @t, $f; last if @t > 500 } print "made ", scalar(@t), ": $!\n"'`, "made ")
+		if !strings.Contains(res.Stdout.Text, "made 64: No space left on device") {
+			t.Errorf("a run made other than 64 terminals: %q %q", res.Stdout.Text, res.Stderr.Text)
+		}
+	})
+}
