@@ -375,3 +375,13 @@ func TestTerminalsPerRunBounded(t *testing.T) {
 		}
 	})
 }
+
+// danger-full-access runs unconfined, on a terminal of the host's devpts
+// as bash-local's are.
+func TestTerminalInDangerFullAccess(t *testing.T) {
+	b := containBox(t)
+	out := output(t, termJob(t, b, pluginapi.SandboxDangerFullAccess, `tty; [ -t 0 ] && [ -t 1 ] && echo on-a-terminal`), "", 20*time.Second)
+	if !strings.Contains(out, "/dev/pts/") || !strings.Contains(out, "on-a-terminal") {
+		t.Errorf("a terminal job in danger-full-access: %q", out)
+	}
+}
