@@ -71,23 +71,25 @@ func TestJobsRefuseATerminalToAnExecutorThatDoesNotOfferIt(t *testing.T) {
 	}
 }
 
-// So does it for a real plugin that does not offer them (bash-sandbox):
-// the host's refusal comes before the plugin's own Resolve.
-func TestJobsRefuseATerminalToAPluginThatDoesNotOfferIt(t *testing.T) {
-	h := launch(t, host.Executor{Name: "bash-sandbox", Path: sandboxBin})
-	jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return h.Shell(), 1, func() {} }, 0)
-	t.Cleanup(func() { _ = jobs.Close(context.Background()) })
-	_, err := jobs.Start(context.Background(), "alice", pluginapi.ExecRequest{Command: "bash", Terminal: &pluginapi.Terminal{Rows: 24, Cols: 80}})
-	if !errors.Is(err, pluginapi.ErrUnsupported) || !strings.Contains(err.Error(), `executor "bash-sandbox" does not support terminals (built before shellexec terminals, or does not offer them)`) {
-		t.Errorf("a terminal on bash-sandbox: %v; want the host's ErrUnsupported naming it", err)
-	}
-}
-
 // A terminal job over the real bash-local plugin: the owner answers its
 // prompt through Input, its reads say when it waits, Resize reaches it,
 // and once it has finished Input fails with ErrInputClosed.
 func TestJobInputReachesATerminalJob(t *testing.T) {
 	jobs, _ := jobsOn(t, 0)
+	inputReachesATerminalJob(t, jobs)
+}
+
+// So it does over the real bash-sandbox plugin, whose Describe offers
+// terminals: the job's terminal is in a devpts instance of its run's own.
+func TestJobInputReachesATerminalJobInTheSandbox(t *testing.T) {
+	h := launch(t, host.Executor{Name: "bash-sandbox", Path: sandboxBin})
+	jobs := host.NewJobs(func() (pluginapi.ShellExecutor, int, func()) { return h.Shell(), 1, func() {} }, 0)
+	t.Cleanup(func() { _ = jobs.Close(context.Background()) })
+	inputReachesATerminalJob(t, jobs)
+}
+
+func inputReachesATerminalJob(t *testing.T, jobs *host.Jobs) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	info, err := jobs.Start(ctx, "alice", pluginapi.ExecRequest{

@@ -77,6 +77,8 @@ func TestSandboxContainmentUnprivileged(t *testing.T) {
 		fmt.Sprintf(`/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", %q)' 2>/dev/null; echo dgram=$?`, sockPath),
 		`echo procs=$(ls /proc | grep -cE '^[0-9]+$')`,
 		`echo dev=$(ls /dev | tr '\n' ,)`,
+		// The run's own devpts instance: its device is not the host's.
+		`echo pts=$(stat -c %d /dev/pts/ptmx)`,
 		fmt.Sprintf(`(setsid bash -c 'exec -a %s sleep 100' &)`, marker),
 		// Scheduling policies (stat field 41) of the command and the run's
 		// init: an unprivileged spawner never works in spare time, and
@@ -107,7 +109,7 @@ func TestSandboxContainmentUnprivileged(t *testing.T) {
 			got[k] = v
 		}
 	}
-	want := map[string]string{"shm": "0", "kill": "1", "dgram": "1", "policy": "0/0", "dev": "full,null,random,shm,stderr,stdin,stdout,tty,urandom,zero,fd,"}
+	want := map[string]string{"shm": "0", "kill": "1", "dgram": "1", "policy": "0/0", "dev": "full,null,random,shm,stderr,stdin,stdout,tty,urandom,zero,fd,ptmx,pts,"}
 	for k, v := range want {
 		if k == "dev" {
 			continue
@@ -130,6 +132,13 @@ func TestSandboxContainmentUnprivileged(t *testing.T) {
 	}
 	if len(foreign) > 0 {
 		t.Errorf("ESCAPE as nobody: /dev shows %d entries of the host's: %v", len(foreign), foreign)
+	}
+	var hostPts unix.Stat_t
+	if err := unix.Stat("/dev/pts/ptmx", &hostPts); err == nil && got["pts"] == strconv.FormatUint(uint64(hostPts.Dev), 10) {
+		t.Errorf("ESCAPE as nobody: the run's /dev/pts is the host's devpts (device %s)", got["pts"])
+	}
+	if got["pts"] == "" {
+		t.Errorf("as nobody, the run has no devpts of its own: %q", res.Stdout.Text)
 	}
 	if res.LeftoversKilled < 1 {
 		t.Errorf("the setsid sleep was not counted as killed: %+v", res)

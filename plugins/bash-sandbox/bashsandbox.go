@@ -123,6 +123,7 @@ func New(policy SandboxPolicy) (*Executor, error) {
 		Argv:           func(command string) []string { return []string{"-c", command} },
 		SettingsSchema: SettingsSchema,
 		Sandbox:        sb,
+		Interactive:    true,
 	})
 	return &Executor{Executor: x, sandbox: sb}, nil
 }

@@ -143,7 +143,7 @@ func TestFactsShowTheResolvedRoots(t *testing.T) {
 	if sb == nil || len(sb.WritableRoots) != 2 || sb.WritableRoots[0] != real || sb.WritableRoots[1] != tmp {
 		t.Fatalf("writable roots %+v, want [%s %s]", sb, real, tmp)
 	}
-	for _, want := range []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev"} {
+	for _, want := range []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev", "own-devpts"} {
 		if !strings.Contains(strings.Join(sb.Enforced, ","), want) {
 			t.Errorf("enforced %v lacks %s", sb.Enforced, want)
 		}

@@ -300,6 +300,10 @@ type launcher struct {
 // StartsElsewhere: the commands are their runs' inits' children.
 func (l *launcher) StartsElsewhere() {}
 
+// MakesTerminals: a confined command's terminal is made in its run, in a
+// devpts instance of the run's own (confine.Spawner).
+func (l *launcher) MakesTerminals() {}
+
 func (l *launcher) Start(launch localexec.Launch) (localexec.Started, error) {
 	st, err := l.sp.Start(launch)
 	if err == nil || !errors.Is(err, confine.ErrSpawnerGone) {

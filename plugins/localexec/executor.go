@@ -38,7 +38,8 @@ type Config struct {
 	Launcher Launcher
 	// Interactive says the executor offers terminals and input to running
 	// processes (Description.Terminals and Input): its launcher honours
-	// Launch.Terminal. Without it Resolve refuses both.
+	// Launch.Terminal (a Sandbox's launchers too: for a confined command,
+	// a TerminalMaker). Without it Resolve refuses both.
 	Interactive bool
 }
 
@@ -113,9 +114,8 @@ func (e *Executor) Describe(ctx context.Context) (pluginapi.Description, error) 
 }
 
 // interactive says whether the executor offers terminals and input: its
-// configuration asks for them, and no sandbox confines its commands (a
-// confined spawner starts them without a terminal).
-func (e *Executor) interactive() bool { return e.cfg.Interactive && e.cfg.Sandbox == nil }
+// configuration asks for them.
+func (e *Executor) interactive() bool { return e.cfg.Interactive }
 
 // track registers something Close must interrupt and await. It fails once
 // the executor is closed.

@@ -18,6 +18,28 @@ type Launch struct {
 	// terminal. Only an executor whose Config.Interactive is set asks it
 	// of its launcher.
 	Terminal bool
+	// Rows and Cols are the terminal's size, for a TerminalMaker, which
+	// gets no Files with Terminal: it makes the terminal itself.
+	Rows, Cols int
+}
+
+// TerminalMaker is a Launcher that makes a command's terminal itself,
+// where the command runs (a sandbox's spawner: in the run's own devpts
+// instance, out of reach of every other run and of the host). For a Launch
+// with Terminal set it gets Rows and Cols and no Files, and the Started it
+// returns is a TerminalStarted.
+type TerminalMaker interface {
+	Launcher
+	MakesTerminals()
+}
+
+// TerminalStarted is a process started on a terminal its TerminalMaker
+// made: Terminal hands over the terminal's master (non-blocking, in the
+// runtime's poller), which the caller then owns, and the device number of
+// its slave as the command sees it.
+type TerminalStarted interface {
+	Started
+	Terminal() (master *os.File, dev uint64)
 }
 
 // Started is a process a Launcher started, the leader of its own process

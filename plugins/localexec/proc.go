@@ -63,7 +63,14 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		}
 	}()
 	writers := []io.Writer{stdout, stderr}
+	_, madeThere := launcher.(TerminalMaker)
+	madeThere = madeThere && spec.Terminal != nil
 	switch {
+	case madeThere:
+		// The launcher makes the terminal where the command runs, and
+		// hands its master over once the command started.
+		l.Terminal, l.Rows, l.Cols = true, spec.Terminal.Rows, spec.Terminal.Cols
+		writers = writers[:1]
 	case spec.Terminal != nil:
 		// One terminal is the command's stdin, stdout and stderr: its
 		// output is one stream.
@@ -134,6 +141,23 @@ func spawn(r *reaper, launcher Launcher, argv []string, spec pluginapi.ExecSpec,
 		r.killLeftovers(0, tag)
 		r.end(tag)
 		return nil, classifyStartErr(spec.Workdir, argv[0], err)
+	}
+	if madeThere {
+		var master *os.File
+		var dev uint64
+		if ts, ok := child.(TerminalStarted); ok {
+			master, dev = ts.Terminal()
+		}
+		if master == nil {
+			// Never so from a TerminalMaker: a process without the
+			// terminal it was promised is not left running.
+			p.child, p.group = child, newProcessGroup(child)
+			p.group.kill()
+			p.wait()
+			return nil, fmt.Errorf("localexec: starting %s: its launcher made it no terminal", argv[0])
+		}
+		p.pipes = []*os.File{master}
+		p.in = &input{f: master, terminal: true, dev: dev}
 	}
 	p.child = child
 	p.group = newProcessGroup(child)

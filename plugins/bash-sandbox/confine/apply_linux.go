@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"runtime"
@@ -24,7 +25,7 @@ const minFSABI = 3
 
 // namespaces are what every confined run gets of its own, by its init
 // (runinit_linux.c).
-var namespaces = []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev"}
+var namespaces = []string{"pid-namespace", "ipc-namespace", "mount-namespace", "own-proc", "minimal-dev", "own-devpts"}
 
 // Probe says what this kernel can enforce of p, without enforcing it:
 // the confinements every command of p would be under, or why it cannot.
@@ -160,6 +161,9 @@ func landlockRuleset(p Policy, abi int) (int, error) {
 			err = add(dev, llsys.AccessFSReadFile|llsys.AccessFSWriteFile|llsys.AccessFSTruncate|llsys.AccessFSIoctlDev, false)
 		}
 	}
+	if err == nil {
+		err = add(devDir, read|llsys.AccessFSWriteFile|llsys.AccessFSTruncate|llsys.AccessFSIoctlDev, false)
+	}
 	for _, w := range p.writable() {
 		access := handled
 		if guarded(p) && w != p.Scratch {
@@ -255,7 +259,7 @@ func seccompProgram(p Policy) ([]unix.SockFilter, error) {
 	}
 	// The library's jumps are relative: its program works unchanged after
 	// the check in front of it.
-	raw, err := bpf.Assemble(append(nativeOnly(), rules...))
+	raw, err := bpf.Assemble(slices.Concat(nativeOnly(), refusedIoctls(), rules))
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +277,45 @@ func nativeOnly() []bpf.Instruction {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch[runtime.GOARCH], SkipTrue: 1},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 	}
+}
+
+// refusedTerminalIoctls are the terminal ioctls no command makes, on any
+// terminal: TIOCSTI pushes bytes into a terminal's input as if typed there
+// (Linux refuses it on a terminal other than the caller's own without
+// CAP_SYS_ADMIN, and on its own only when the sysctl
+// dev.tty.legacy_tiocsti is 0, which a host may set either way: this does
+// not depend on it); TIOCLINUX, the virtual console's own (a selection
+// pasted as input, among others); and TIOCSETD, which puts a line
+// discipline on a terminal: with a pty of its own a command could reach
+// n_gsm, n_hdlc and the like, rarely used code with a history of
+// privilege escalations, loaded on demand where dev.tty.ldisc_autoload is
+// 1 (as here); no ordinary command changes its terminal's discipline.
+var refusedTerminalIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD}
+
+// refusedIoctls fails ioctl(2) with EPERM for each of
+// refusedTerminalIoctls, by the request's low 32 bits: the kernel takes
+// the request as an unsigned int, so a request with any high bit set is
+// the same request to it (a comparison on all 64 bits, as the library's
+// conditions make, would let it through).
+func refusedIoctls() []bpf.Instruction {
+	low := uint32(16 + 8) // seccomp_data.args[1], little-endian
+	if binary.NativeEndian.Uint16([]byte{0, 1}) == 1 {
+		low += 4 // big-endian: the low half comes second
+	}
+	n := len(refusedTerminalIoctls)
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(unix.SYS_IOCTL), SkipTrue: uint8(n + 3)},
+		bpf.LoadAbsolute{Off: low, Size: 4},
+	}
+	for i, req := range refusedTerminalIoctls {
+		// Each match jumps to the refusal, past the matches after it.
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: req, SkipTrue: uint8(n - i)})
+	}
+	return append(prog,
+		bpf.Jump{Skip: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+	)
 }
 
 // auditArch is the AUDIT_ARCH_* value of each architecture Go builds for

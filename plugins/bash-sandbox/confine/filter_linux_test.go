@@ -50,7 +50,9 @@ func run(t *testing.T, vm *bpf.VM, data []byte) uint32 {
 }
 
 // The one filter decides every call as the library's program and the
-// foreign-architecture filter loaded after it used to decide together: for
+// foreign-architecture filter loaded after it used to decide together, but
+// the terminal ioctls it refuses (TIOCSTI, TIOCLINUX, TIOCSETD, by the
+// request's low 32 bits, high bits set or not): for
 // every number, x32 calls, the native architecture and three others, and
 // the arguments the rules look at.
 func TestOneFilterDecidesAsTheRules(t *testing.T) {
@@ -58,9 +60,10 @@ func TestOneFilterDecidesAsTheRules(t *testing.T) {
 	arches := []uint32{native, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_ARM, unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_X86_64}
 	args := []uint64{0, 1, 2, unix.AF_INET, unix.AF_INET6, unix.AF_UNIX | 1<<32, unix.SOCK_STREAM, unix.SOCK_DGRAM,
 		unix.SOCK_RAW, unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWIPC, unix.CLONE_NEWNET,
-		unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_VM | unix.CLONE_FS, ^uint64(0)}
+		unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_VM | unix.CLONE_FS, ^uint64(0),
+		unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSTI | 0xffffffff<<32, unix.TIOCLINUX | 1<<32, unix.TIOCSTI + 1, unix.TIOCSCTTY, unix.TIOCSETD, unix.TIOCGETD}
 	// The calls whose rules look at their arguments.
-	conditioned := []uint32{unix.SYS_CLONE, unix.SYS_SOCKET, unix.SYS_SOCKETPAIR, unix.SYS_PRLIMIT64}
+	conditioned := []uint32{unix.SYS_CLONE, unix.SYS_SOCKET, unix.SYS_SOCKETPAIR, unix.SYS_PRLIMIT64, unix.SYS_IOCTL}
 	var nrs []uint32
 	for nr := range uint32(1100) {
 		nrs = append(nrs, nr, 0x40000000|nr)
@@ -97,6 +100,9 @@ func TestOneFilterDecidesAsTheRules(t *testing.T) {
 						expect := run(t, want, data)
 						if a != native {
 							expect = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+						} else if nr == unix.SYS_IOCTL && slices.Contains(refusedTerminalIoctls, uint32(a1)) {
+							// The kernel takes the request's low 32 bits.
+							expect = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 						}
 						if g := run(t, got, data); g != expect {
 							t.Fatalf("network %v, arch %#x, nr %d, args %#x %#x: the filter returns %#x, the rules %#x", network, a, nr, a0, a1, g, expect)

@@ -224,6 +224,8 @@ type initSpec struct {
 	rlimits     []rlimit
 	cloneflags  uintptr
 	mountProc   bool
+	// devpts: a devpts instance of the run's own on /dev/pts.
+	devpts bool
 	// processes bounds the run's PID namespace (0: no bound there).
 	processes int
 	// background: made in spare time (sparetime_linux.go).
@@ -243,7 +245,7 @@ type rlimit struct {
 func initSpecOf(p Policy, conf *confinement, life int) initSpec {
 	spec := initSpec{
 		life: life, landlock: conf.landlock, filters: conf.filters, guard: conf.guard, guardExempt: p.Scratch,
-		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true,
+		cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWNS, mountProc: true, devpts: true,
 	}
 	if n := p.Limits.Processes; n > 0 {
 		if perNamespacePidMax() {

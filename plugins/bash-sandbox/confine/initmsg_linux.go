@@ -19,6 +19,9 @@ const (
 	msgStarted = 1
 	msgFailed  = 2
 	msgExited  = 3
+	// msgTerminal: the command's process made its terminal; its master
+	// rides along, and a and b are its slave's major and minor numbers.
+	msgTerminal = 4
 )
 
 // The steps a run's start can fail at, as runinit_linux.h numbers them.
@@ -47,6 +50,7 @@ var opNames = map[int32]string{
 	8:  "giving the command its standard files",
 	9:  "limiting the run's processes",
 	10: "starting the run's init",
+	11: "making the command's terminal",
 }
 
 // initMsg is struct dsh_msg.

@@ -106,7 +106,8 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // minimalDev replaces /dev with a read-only tmpfs that holds only devNodes
 // (bind mounts of the host's), the usual links into /proc, and an empty
 // shm: no disk, no memory device, no terminal of the host (its ptys and
-// consoles), none of the host's shared memory files.
+// consoles), none of the host's shared memory files; an empty pts, where
+// each run mounts its own devpts instance, and ptmx, a link to its ptmx.
 func minimalDev() error {
 	var clones []int
 	defer func() {
@@ -157,6 +158,14 @@ func minimalDev() error {
 		}
 	}
 	if err := os.Mkdir("/dev/shm", 0o755); err != nil {
+		return err
+	}
+	// Where each run mounts a devpts instance of its own (runinit_linux.c):
+	// its terminals, and no one else's. /dev/ptmx leads there.
+	if err := os.Mkdir("/dev/pts", 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink("pts/ptmx", "/dev/ptmx"); err != nil {
 		return err
 	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/dev", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {

@@ -116,12 +116,22 @@ var Uncontained = []string{
 	"memory: not limited unless sandbox.limits.memoryMiB asks, and then only where a cgroup v1 memory controller is available to a root plugin",
 	"network: with sandbox.network true, every TCP and UDP destination the host reaches (unix sockets stay refused)",
 	"planted symlinks: a workdir through a symlink a confined command planted is refused only for roots this plugin process granted; after a restart, or in another host, name the real directory",
+	"terminals: a run's devpts instance (at most 64 terminals) draws on the pool the kernel shares among all devpts instances but the host's own (kernel.pty.max less kernel.pty.reserve): runs that fill it leave none for containers on the host, never the host's own terminals; a run reads, writes and sets up its own terminals as it likes (but TIOCSTI, TIOCLINUX and TIOCSETD)",
 	"repositories deeper than three levels in a root: not searched, so their hooks and configuration are not protected (making a new repository anywhere in a root is refused)",
 }
 
 // deviceFiles are written by ordinary commands (`> /dev/null`) and are
 // writable in every mode.
 var deviceFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/urandom", "/dev/random"}
+
+// devDir is the spawner's minimal /dev (a read-only tmpfs of harmless
+// nodes), beneath which a run mounts its own devpts instance on /dev/pts:
+// its files are read, written and their ioctls made (but those the seccomp
+// filter refuses: TIOCSTI, TIOCLINUX, TIOCSETD), in every mode. The rule is on /dev
+// itself: Landlock skips the directory a mount covers (the spawner's empty
+// /dev/pts) on its way up from the devpts instance, which is each run's
+// own and mounted after the ruleset is made, and goes on to its parent.
+const devDir = "/dev"
 
 // within says whether path is dir or lies beneath it (both clean and
 // absolute).

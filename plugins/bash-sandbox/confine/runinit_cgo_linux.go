@@ -189,6 +189,9 @@ func startInit(w *initSpec, slots *initSlots) (int, *initMem, error) {
 	if w.mountProc {
 		init.mount_proc = 1
 	}
+	if w.devpts {
+		init.devpts = 1
+	}
 	init.processes = C.long(w.processes)
 	if w.background {
 		init.background = 1
@@ -218,6 +221,7 @@ func startInit(w *initSpec, slots *initSlots) (int, *initMem, error) {
 const (
 	runKind      = C.DSH_RUN
 	runStdin     = C.DSH_RUN_STDIN
+	runTerminal  = C.DSH_RUN_TERMINAL
 	runChunk     = C.DSH_RUN_CHUNK
 	runMaxSize   = C.DSH_RUN_MAX_SIZE
 	runMaxGroups = C.DSH_RUN_MAX_CGROUPS

@@ -45,6 +45,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 
 #include "runinit_linux.h"
@@ -361,6 +362,77 @@ static long follow(struct place *p, int tid) {
 // The status flags F_SETFL sets (open's others stay as open set them).
 #define SETFL_FLAGS (O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME)
 
+// is_tty says whether p names /dev/tty (character device 5:0): an open of
+// it that the init made would find the init's controlling terminal (none,
+// as its spawner left the plugin's session; were it in that session, the
+// plugin's, the host user's), not the command's.
+static int is_tty(struct place *p) {
+	struct statx st;
+	long r = S5(SYS_statx, p->parent, p->base, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st);
+	return r == 0 && S_ISCHR(st.stx_mode) && st.stx_rdev_major == 5 && st.stx_rdev_minor == 0;
+}
+
+// UNIX98_PTY_SLAVE_MAJOR is the major number of every devpts slave.
+#define UNIX98_PTY_SLAVE_MAJOR 136
+
+// open_ctty opens, for an open of /dev/tty by process tid, that process's
+// controlling terminal, as the kernel would: its /proc stat says which it
+// is, and it can only be a terminal of the run's own devpts (the run's
+// processes reach no other), which is at /dev/pts/N in this, the run's,
+// mount namespace. ENXIO when it has none. A descriptor, or -errno.
+static long open_ctty(int tid, int flags) {
+	char path[48] = "/proc/";
+	put_uint(path + 6, (unsigned long)tid);
+	strcat(path, "/stat");
+	long fd = sys_open(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	char buf[1024];
+	long n = S(S3(SYS_read, fd, buf, sizeof buf - 1));
+	sys_close((int)fd);
+	if (n <= 0)
+		return n < 0 ? n : -EIO;
+	buf[n] = 0;
+	// After the command's name (which may hold anything, ")" too): state,
+	// ppid, pgrp, session, tty_nr.
+	char *q = NULL;
+	for (char *c = buf; *c; c++)
+		if (*c == ')')
+			q = c;
+	if (!q)
+		return -EIO;
+	for (int field = 0; field < 5; field++) {
+		while (*q && *q != ' ')
+			q++;
+		while (*q == ' ')
+			q++;
+	}
+	unsigned long tty = 0;
+	if (*q < '0' || *q > '9')
+		return -EIO;
+	while (*q >= '0' && *q <= '9')
+		tty = tty * 10 + (unsigned long)(*q++ - '0');
+	unsigned long major = (tty >> 8) & 0xfff, minor = (tty & 0xff) | ((tty >> 12) & 0xfff00);
+	if (tty == 0 || major != UNIX98_PTY_SLAVE_MAJOR)
+		return -ENXIO;
+	char pts[32] = "/dev/pts/";
+	put_uint(pts + 9, minor);
+	fd = S(S4(SYS_openat, AT_FDCWD, pts, (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0));
+	if (fd < 0)
+		return fd == -ENOENT ? -ENXIO : fd;
+	struct stat st;
+	long e;
+	if ((e = S2(SYS_fstat, fd, &st)) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(UNIX98_PTY_SLAVE_MAJOR, minor)) {
+		sys_close((int)fd);
+		return e < 0 ? e : -ENXIO;
+	}
+	if (!(flags & O_NONBLOCK) && (e = S3(SYS_fcntl, fd, F_SETFL, flags & SETFL_FLAGS)) < 0) {
+		sys_close((int)fd);
+		return e;
+	}
+	return fd;
+}
+
 // fifo_wait is what an open that found no reader (ENXIO) returns: WAITING
 // with p->parent made the FIFO (O_PATH), when it is one; else -ENXIO.
 static long fifo_wait(struct place *p, int nofollow) {
@@ -447,6 +519,10 @@ static long open_create(struct dsh_guard *g, struct place *p, int tid, int flags
 		int mine = flags & O_NOFOLLOW;
 		long fd, e0;
 		if (!(flags & O_EXCL)) {
+			// /dev/tty is the command's controlling terminal, never the
+			// init's (whatever the init's is).
+			if (is_tty(p))
+				return open_ctty(tid, flags);
 			// There already: nothing is made. Without waiting (a FIFO
 			// without a reader would hold the guard): the descriptor
 			// gets the command's own flags back.

@@ -42,10 +42,12 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -66,6 +68,8 @@
 // DSH_LAST_KNOWN_CAP is CAP_CHECKPOINT_RESTORE, the last capability since
 // Linux 5.9: every kernel with Landlock ABI 3 (6.2) knows it.
 #define DSH_LAST_KNOWN_CAP 40
+// DEVPTS_MAX bounds the terminals of one run.
+#define DEVPTS_MAX "64"
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
 #endif
@@ -147,6 +151,10 @@ struct dsh_run {
 	int stdio[3];
 	int cgroups[DSH_RUN_MAX_CGROUPS];
 	int ncgroups;
+	// terminal: the command's process makes the run's terminal (in the
+	// run's devpts) its stdio, of winsize (rows << 16 | cols).
+	int terminal;
+	uint32_t winsize;
 };
 
 // The command's side, from its clone, ahead of the run, to its exec. It
@@ -226,11 +234,14 @@ static long receive_run(struct dsh_init *w, struct dsh_run *r) {
 	if (n != sizeof h || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -EINVAL;
 	int stdin_sent = (h.flags & DSH_RUN_STDIN) != 0;
+	int terminal = (h.flags & DSH_RUN_TERMINAL) != 0;
+	uint32_t rows = (uint32_t)h.winsize >> 16, cols = (uint32_t)h.winsize & 0xffff;
 	// Each string takes at least its NUL: counts beyond the size are lies,
 	// and would map vectors far larger than the run.
 	if (h.kind != DSH_RUN || h.argc < 1 || h.envc < 0 || h.ncgroups < 0 || h.ncgroups > DSH_RUN_MAX_CGROUPS ||
 	    h.size < 1 || h.size > DSH_RUN_MAX_SIZE || (int64_t)h.argc + h.envc + 1 > h.size ||
-	    nfds != stdin_sent + 2 + h.ncgroups)
+	    (terminal && (stdin_sent || rows == 0 || cols == 0)) ||
+	    nfds != (terminal ? 0 : stdin_sent + 2) + h.ncgroups)
 		return -EINVAL;
 	// In the run area when it fits (no mapping: see run_area), else in
 	// mappings of its own.
@@ -259,7 +270,11 @@ static long receive_run(struct dsh_init *w, struct dsh_run *r) {
 	r->path = r->argv[0];
 	r->dir = p;
 	int k = 0;
-	if (stdin_sent) {
+	r->terminal = terminal;
+	r->winsize = (uint32_t)h.winsize;
+	if (terminal) {
+		r->stdio[0] = r->stdio[1] = r->stdio[2] = -1; // make_terminal's
+	} else if (stdin_sent) {
 		r->stdio[0] = fds[k++];
 	} else {
 		// The spawner's /dev/null, on its read-only mount: the plugin's is
@@ -269,12 +284,51 @@ static long receive_run(struct dsh_init *w, struct dsh_run *r) {
 			return fd;
 		r->stdio[0] = (int)fd;
 	}
-	r->stdio[1] = fds[k++];
-	r->stdio[2] = fds[k++];
+	if (!terminal) {
+		r->stdio[1] = fds[k++];
+		r->stdio[2] = fds[k++];
+	}
 	r->ncgroups = h.ncgroups;
 	for (int i = 0; i < h.ncgroups; i++)
 		r->cgroups[i] = fds[k++];
 	return 1;
+}
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
+// make_terminal makes the command's terminal, r->winsize in size, in the
+// run's own devpts instance (/dev/pts, mounted by its init; nothing of
+// the host's or another run's is there): it sends the master to the
+// plugin on ctl, keeps none of it, and makes the slave the controlling
+// terminal of this process (the leader of a session without one) and its
+// stdin, stdout and stderr. 0, or -errno.
+static long make_terminal(int ctl, struct dsh_run *r) {
+	long m = sys_open(AT_FDCWD, "/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return m;
+	int unlock = 0;
+	struct winsize ws = {.ws_row = (unsigned short)(r->winsize >> 16), .ws_col = (unsigned short)(r->winsize & 0xffff)};
+	long e, s = -1;
+	struct stat st;
+	if ((e = S3(SYS_ioctl, m, TIOCSPTLCK, &unlock)) < 0 || (e = S3(SYS_ioctl, m, TIOCSWINSZ, &ws)) < 0 ||
+	    (e = s = S3(SYS_ioctl, m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 ||
+	    (e = S2(SYS_fstat, s, &st)) < 0 || (e = S3(SYS_ioctl, s, TIOCSCTTY, 0)) < 0)
+		goto out;
+	e = send_msg2(ctl, DSH_MSG_TERMINAL, (int32_t)((st.st_rdev >> 8) & 0xfff), (int32_t)((st.st_rdev & 0xff) | ((st.st_rdev >> 12) & 0xfff00)), (int)m, -1);
+	if (e >= 0 && e != (long)sizeof(struct dsh_msg))
+		e = -EIO;
+out:
+	// The master goes now: the command never holds it.
+	sys_close((int)m);
+	if (e < 0) {
+		if (s >= 0)
+			sys_close((int)s);
+		return e;
+	}
+	r->stdio[0] = r->stdio[1] = r->stdio[2] = (int)s;
+	return 0;
 }
 
 static int command_main(void *arg) {
@@ -361,6 +415,8 @@ static int command_main(void *arg) {
 	for (int i = 0; i < r->ncgroups; i++)
 		if ((e = S(S3(SYS_write, r->cgroups[i], "0", 1))) != 1)
 			fail(c, DSH_OP_CGROUP, e);
+	if (r->terminal && (e = make_terminal(w->ctl, r)) < 0)
+		fail(c, DSH_OP_TERMINAL, e);
 	int moved[3];
 	for (int i = 0; i < 3; i++) {
 		// Above 2 first, so that dup3 below cannot overwrite one of them.
@@ -553,6 +609,16 @@ static int init_main(void *arg) {
 		if ((e = S5(SYS_mount, 0, "/proc", 0, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0)) < 0)
 			failed(w->ctl, e, DSH_OP_PROC);
 	}
+	// The run's own terminals: a devpts instance no other run (nor the
+	// host) shares, on the spawner's empty /dev/pts; /dev/ptmx is a link
+	// to its ptmx. At most DEVPTS_MAX terminals at once: instances other
+	// than the host's share what the host keeps back (kernel.pty.max less
+	// kernel.pty.reserve). Where it cannot be mounted (a kernel without
+	// ptys), /dev/pts stays the spawner's empty directory: the run has no
+	// terminal (a run that asks for one fails, DSH_OP_TERMINAL), and
+	// everything else runs as before.
+	if (w->devpts)
+		S5(SYS_mount, "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,max=" DEVPTS_MAX);
 	// The guard (runinit_guard_linux.c): the socket the command's process
 	// hands its listener over on, and a descriptor that says when a child
 	// ends, so that one loop serves both.

@@ -13,6 +13,10 @@ enum {
 	DSH_MSG_STARTED = 1,
 	DSH_MSG_FAILED = 2,
 	DSH_MSG_EXITED = 3,
+	// The command's terminal: its master rides along (the command's
+	// process sends it, and closes its own, before it executes); a and b
+	// are the major and minor numbers of its slave, in the run's devpts.
+	DSH_MSG_TERMINAL = 4,
 };
 
 // The step that failed, in a DSH_MSG_FAILED message.
@@ -26,6 +30,8 @@ enum {
 	DSH_OP_EXEC = 7,    // executing the shell
 	DSH_OP_STDIO = 8,   // the command's standard files
 	DSH_OP_LIMITS = 9,  // the run's process limit (its PID namespace's pid_max)
+	// (10 is the spawner's own: starting the run's init.)
+	DSH_OP_TERMINAL = 11, // making the command's terminal in the run's devpts
 };
 
 // One message: kind, then two values (errno and op; or wait status and
@@ -73,6 +79,9 @@ struct dsh_init {
 	int nrlimits;
 	unsigned long cloneflags; // the namespaces of the run
 	int mount_proc; // mount a /proc of the run's PID namespace
+	// Mount a devpts instance of the run's own on /dev/pts (its ptmx is
+	// /dev/ptmx, a link there): the run's terminals, and no one else's.
+	int devpts;
 	long processes; // the run's process limit (its pid_max), or 0
 	// Made ahead at SCHED_IDLE, in time no one else wanted: its command's
 	// process, once confined, returns itself and the init to SCHED_OTHER
@@ -102,7 +111,9 @@ struct dsh_init {
 
 // The run, as the plugin sends it on the init's socket once the init is
 // ready: one header, with the files (stdin when DSH_RUN_STDIN says so,
-// stdout, stderr, then ncgroups cgroup.procs files to join), then size
+// stdout and stderr unless DSH_RUN_TERMINAL says the command's process
+// makes a terminal in the run's devpts for all three, then ncgroups
+// cgroup.procs files to join), then size
 // bytes in messages of at most DSH_RUN_CHUNK bytes: argc NUL-terminated
 // arguments (the first is the program), envc NUL-terminated environment
 // strings, and the working directory, NUL-terminated.
@@ -112,13 +123,16 @@ struct dsh_run_header {
 	int32_t argc;
 	int32_t envc;
 	int32_t ncgroups;
-	int32_t pad;
+	// With DSH_RUN_TERMINAL: the terminal's rows (high 16 bits) and
+	// columns (low 16).
+	int32_t winsize;
 	int64_t size;
 };
 
 enum {
 	DSH_RUN = 0x52554e31, // "RUN1"
 	DSH_RUN_STDIN = 1,
+	DSH_RUN_TERMINAL = 2,
 	DSH_RUN_CHUNK = 32 * 1024,
 	DSH_RUN_MAX_SIZE = 4 << 20, // past ARG_MAX's usual 2 MiB: exec would refuse it
 	DSH_RUN_MAX_CGROUPS = 4,

@@ -24,6 +24,7 @@ func startInit(*initSpec, *initSlots) (int, *initMem, error) {
 const (
 	runKind      = 0x52554e31
 	runStdin     = 1
+	runTerminal  = 2
 	runChunk     = 32 * 1024
 	runMaxSize   = 4 << 20
 	runMaxGroups = 4

@@ -20,6 +20,9 @@ type runRequest struct {
 	stdin          int
 	stdout, stderr int
 	cgroups        []int
+	// rows and cols, when set, ask for a terminal the command's process
+	// makes in the run's devpts (no stdin, stdout or stderr sent).
+	rows, cols int
 }
 
 // newRunRequest encodes argv, env and dir for a run: each string
@@ -50,11 +53,19 @@ func sendRun(ctl int, r runRequest) error {
 		return fmt.Errorf("a run in %d control groups, at most %d: %w", len(r.cgroups), runMaxGroups, unix.EINVAL)
 	}
 	var fds []int
-	var flags uint32
-	if r.stdin >= 0 {
-		fds, flags = append(fds, r.stdin), runStdin
+	var flags, winsize uint32
+	switch {
+	case r.rows > 0:
+		if r.rows > 0xffff || r.cols <= 0 || r.cols > 0xffff {
+			return fmt.Errorf("a terminal of %dx%d: %w", r.rows, r.cols, unix.EINVAL)
+		}
+		flags, winsize = runTerminal, uint32(r.rows)<<16|uint32(r.cols)
+	case r.stdin >= 0:
+		fds, flags = append(fds, r.stdin, r.stdout, r.stderr), runStdin
+	default:
+		fds = append(fds, r.stdout, r.stderr)
 	}
-	fds = append(append(fds, r.stdout, r.stderr), r.cgroups...)
+	fds = append(fds, r.cgroups...)
 	head := make([]byte, runHeaderLen)
 	e := binary.NativeEndian
 	e.PutUint32(head[0:], runKind)
@@ -62,8 +73,13 @@ func sendRun(ctl int, r runRequest) error {
 	e.PutUint32(head[8:], uint32(r.argc))
 	e.PutUint32(head[12:], uint32(r.envc))
 	e.PutUint32(head[16:], uint32(len(r.cgroups)))
+	e.PutUint32(head[20:], winsize)
 	e.PutUint64(head[24:], uint64(len(r.body)))
-	if err := sendPacket(ctl, head, unix.UnixRights(fds...)); err != nil {
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if err := sendPacket(ctl, head, oob); err != nil {
 		return err
 	}
 	for body := r.body; len(body) > 0; {

@@ -344,9 +344,14 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox spawner: %w", err)
 	}
-	run.stdout, run.stderr = int(l.Files[1].Fd()), int(l.Files[2].Fd())
-	if l.Files[0] != nil {
-		run.stdin = int(l.Files[0].Fd())
+	if l.Terminal {
+		// The command's process makes it, in the run's devpts.
+		run.rows, run.cols = l.Rows, l.Cols
+	} else {
+		run.stdout, run.stderr = int(l.Files[1].Fd()), int(l.Files[2].Fd())
+		if l.Files[0] != nil {
+			run.stdin = int(l.Files[0].Fd())
+		}
 	}
 	group, err := s.groups.take()
 	if err != nil {
@@ -383,8 +388,23 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	}()
 	var m initMsg
 	var files []int
+	var term *os.File
+	var termDev uint64
+	defer func() {
+		if term != nil {
+			term.Close()
+		}
+	}()
 	if err = sendRun(ctl, run); err == nil {
 		m, files, err = s.awaitStart(ctl)
+		if err == nil && m.kind == msgTerminal && l.Terminal {
+			// The terminal first (its master, from the command's
+			// process), then the start (from the init).
+			term, termDev, err = terminalOf(m, files)
+			if err == nil {
+				m, files, err = s.awaitStart(ctl)
+			}
+		}
 	} else if m, files, err = readInitMsgFiles(ctl, reportGrace); err != nil {
 		// The init is gone, and said nothing (it failed its setup, it
 		// says why instead): its spawner with it, most likely.
@@ -431,8 +451,35 @@ func (s *Spawner) Start(l localexec.Launch) (localexec.Started, error) {
 	if ahead {
 		replace = s.replaceLater()
 	}
-	return &spawned{s: s, pid: int(m.a), ctl: ctl, pidfd: pidfd, init: initfd, group: group, replace: replace}, nil
+	if l.Terminal && term == nil {
+		closeAll(files[:min(len(files), 2)])
+		unix.Close(ctl)
+		s.fail(fmt.Errorf("%w: its run's command started without the terminal it was to make; it was killed, and will be replaced", ErrSpawnerGone))
+		return nil, s.gonErr()
+	}
+	sp := &spawned{s: s, pid: int(m.a), ctl: ctl, pidfd: pidfd, init: initfd, group: group, replace: replace, term: term, termDev: termDev}
+	term = nil
+	return sp, nil
 }
+
+// terminalOf takes the master of a run's terminal from m, the command's
+// process's message, and files, what came with it: non-blocking, for the
+// runtime's poller.
+func terminalOf(m initMsg, files []int) (*os.File, uint64, error) {
+	if len(files) != 1 {
+		closeAll(files)
+		return nil, 0, fmt.Errorf("sandbox spawner: the run's terminal came with %d descriptors", len(files))
+	}
+	if err := unix.SetNonblock(files[0], true); err != nil {
+		unix.Close(files[0])
+		return nil, 0, fmt.Errorf("sandbox spawner: the run's terminal: %w", err)
+	}
+	return os.NewFile(uintptr(files[0]), "/dev/ptmx"), unix.Mkdev(uint32(m.a), uint32(m.b)), nil
+}
+
+// MakesTerminals marks a Spawner a localexec.TerminalMaker: a command's
+// terminal is made by its run, in the run's own devpts instance.
+func (s *Spawner) MakesTerminals() {}
 
 // awaitStart waits for the run's init's first answer, within
 // replyDeadline, as long as the spawner is neither gone nor stopped.
@@ -661,6 +708,19 @@ type spawned struct {
 	// replace asks for the run's init's replacement, unless it was asked
 	// for already (nil: Start asked for it, or found enough on their way).
 	replace func()
+	// term is the master of the run's terminal until Terminal hands it
+	// over, and termDev its slave's device number.
+	term    *os.File
+	termDev uint64
+}
+
+// Terminal hands over the master of the run's terminal (nil without one).
+func (p *spawned) Terminal() (*os.File, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.term
+	p.term = nil
+	return t, p.termDev
 }
 
 func (p *spawned) Pid() int { return p.pid }
