@@ -313,6 +313,7 @@ func TestMCPTTYTopScreen(t *testing.T) {
 // An owner runs at most 64 terminal jobs: the 65th is refused, saying the
 // limit; every one of them dies with the server.
 func TestMCPTTYLimitPerOwner(t *testing.T) {
+	stdioOnly(t, "an HTTP session runs at most mcp.maxJobsPerSession (16 by default) jobs of any kind")
 	cs := mcpSession(t, scenario(t))
 	for i := range 64 {
 		if text, isErr := call(t, cs, "bash", map[string]any{"command": "cat", "tty": true, "yield_ms": 1}); isErr {
