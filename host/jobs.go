@@ -115,6 +115,28 @@ type Jobs struct {
 	// terminalsStarting counts, by owner, the terminal jobs being
 	// started: they count against MaxTerminalJobs.
 	terminalsStarting map[string]int
+	// described is what the executor of generation describedGen said
+	// it offers: a generation's executor does not change.
+	described    *pluginapi.Description
+	describedGen int
+}
+
+// describe is shell's Description, asked once per executor generation.
+func (j *Jobs) describe(ctx context.Context, shell pluginapi.ShellExecutor, gen int) (pluginapi.Description, error) {
+	j.mu.Lock()
+	if d := j.described; d != nil && j.describedGen == gen {
+		j.mu.Unlock()
+		return *d, nil
+	}
+	j.mu.Unlock()
+	d, err := shell.Describe(ctx)
+	if err != nil {
+		return d, err
+	}
+	j.mu.Lock()
+	j.described, j.describedGen = &d, gen
+	j.mu.Unlock()
+	return d, nil
 }
 
 // job is one job's state; mu guards the mutable parts.
@@ -261,7 +283,7 @@ func (j *Jobs) start(ctx context.Context, owner string, req pluginapi.ExecReques
 	if req.Terminal != nil || req.OpenStdin {
 		// Before Resolve: a plugin built before terminals drops what it
 		// does not know, and would run the command without them.
-		d, err := shell.Describe(ctx)
+		d, err := j.describe(ctx, shell, gen)
 		if err != nil {
 			return JobInfo{}, err
 		}

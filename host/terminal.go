@@ -27,17 +27,22 @@ var ErrNoTerminal = errors.New("host: no terminal")
 // DefaultTerminal is the size of a terminal a caller did not size.
 var DefaultTerminal = pluginapi.Terminal{Rows: 24, Cols: 80}
 
-// How a terminal job's pump polls its output: fast after output or a
-// caller's kick, backing off while the job is quiet. A caller that needs
-// the screen as it is now kicks it and waits for the read.
+// How a terminal job's pump polls its output: at once while a caller
+// waits for what the job shows, fast for a while after output or a
+// caller's kick, slowly while the job is quiet. A caller that needs the
+// screen as it is now kicks it and waits for the read.
 const (
-	pumpFastPoll = time.Millisecond
-	pumpFastFor  = 250 * time.Millisecond
-	pumpIdlePoll = 200 * time.Millisecond
+	pumpEagerPoll = 100 * time.Microsecond
+	pumpFastPoll  = 2 * time.Millisecond
+	pumpFastFor   = 250 * time.Millisecond
+	pumpIdlePoll  = 200 * time.Millisecond
 	// terminalQuiet is how long a job that waits for input, and wrote
 	// nothing since the caller's input, stays quiet before a yield
 	// returns: it took the input and has nothing to say.
 	terminalQuiet = 50 * time.Millisecond
+	quietReads    = 3
+	// firstWordsQuiet is terminalQuiet for a job that wrote nothing yet.
+	firstWordsQuiet = 300 * time.Millisecond
 	// replyWriteTimeout bounds the write of a terminal's answer to a
 	// program's query.
 	replyWriteTimeout = 5 * time.Second
@@ -88,10 +93,17 @@ type terminal struct {
 	lossy   bool
 	waiting bool
 	// readAt is when the latest read began; outputAt when the latest
-	// read that brought output ended.
+	// read that brought output with text (not only escape codes) ended.
 	readAt, outputAt time.Time
-	fastUntil        time.Time
-	final            *Screen // the last screen, once the job ended
+	// waitSince is when the read began that first found the job
+	// waiting, in a row of reads that found it so and brought nothing.
+	waitSince time.Time
+	// waitReads counts the reads of that row.
+	waitReads int
+	fastUntil time.Time
+	// waiters counts the callers waiting for what the job shows.
+	waiters int
+	final   *Screen // the last screen, once the job ended
 }
 
 func newTerminal(size pluginapi.Terminal, limit int) *terminal {
@@ -136,10 +148,23 @@ func (t *terminal) took(r pluginapi.OutputRead, began time.Time) {
 	now := time.Now()
 	if r.Delta != "" {
 		t.keep([]byte(r.Delta))
-		t.outputAt = now
 		t.fastUntil = now.Add(pumpFastFor)
+		if TerminalText(r.Delta) != "" {
+			// Only what a model would read: a program that set its
+			// terminal's modes (bracketed paste, say) and waits a
+			// moment before its prompt has said nothing yet.
+			t.outputAt = now
+		}
 	}
 	t.lossy = t.lossy || r.Lossy
+	switch {
+	case !r.WaitingForInput || r.Delta != "":
+		t.waitSince, t.waitReads = time.Time{}, 0
+	case t.waitSince.IsZero():
+		t.waitSince, t.waitReads = began, 1
+	default:
+		t.waitReads++
+	}
 	t.waiting = r.WaitingForInput
 	t.readAt = began
 	close(t.changed)
@@ -212,7 +237,10 @@ func (j *Jobs) pump(jb *job) {
 		}
 		t.mu.Lock()
 		wait := pumpIdlePoll
-		if time.Now().Before(t.fastUntil) {
+		switch {
+		case t.waiters > 0:
+			wait = pumpEagerPoll
+		case time.Now().Before(t.fastUntil):
 			wait = pumpFastPoll
 		}
 		t.mu.Unlock()
@@ -256,6 +284,13 @@ func (j *Jobs) runTerminal(jb *job) {
 		t.mu.Unlock()
 		close(t.done)
 	}()
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -305,6 +340,14 @@ func (j *Jobs) Yield(ctx context.Context, owner string, id JobID, since time.Tim
 		return TerminalRead{}, err
 	}
 	t := jb.term
+	t.mu.Lock()
+	t.waiters++
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.waiters--
+		t.mu.Unlock()
+	}()
 	deadline := time.NewTimer(most)
 	defer deadline.Stop()
 	for {
@@ -312,8 +355,19 @@ func (j *Jobs) Yield(ctx context.Context, owner string, id JobID, since time.Tim
 		t.mu.Lock()
 		changed := t.changed
 		ended := t.final != nil
-		ready := t.waiting && t.readAt.After(since) &&
-			(t.outputAt.After(since) || time.Since(since) >= terminalQuiet && time.Since(t.outputAt) >= terminalQuiet)
+		// Waiting, as a read after since found: with output since, or
+		// after reads a while apart that found it waiting and quiet
+		// (more than one: what the program wrote just before it
+		// blocked may still be on its way through the terminal).
+		// A job that has said nothing yet gets longer for its first
+		// words: on a busy machine, the kernel hands a terminal's
+		// output over late.
+		quietFor := terminalQuiet
+		if t.outputAt.IsZero() {
+			quietFor = firstWordsQuiet
+		}
+		quiet := t.waitReads >= quietReads && t.readAt.Sub(later(t.waitSince, since)) >= quietFor
+		ready := t.waiting && t.readAt.After(since) && (t.outputAt.After(since) || quiet)
 		t.mu.Unlock()
 		if ended || ready {
 			break
@@ -358,6 +412,14 @@ func (j *Jobs) Screen(ctx context.Context, owner string, id JobID) (Screen, JobI
 	}
 	t := jb.term
 	asked := time.Now()
+	t.mu.Lock()
+	t.waiters++
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.waiters--
+		t.mu.Unlock()
+	}()
 	for {
 		t.hurry()
 		t.mu.Lock()
