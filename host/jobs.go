@@ -489,7 +489,9 @@ func (j *Jobs) Resize(ctx context.Context, owner string, id JobID, rows, cols in
 		return err
 	}
 	if jb.term != nil {
-		jb.term.screen.Resize(cols, rows)
+		if s := jb.term.liveScreen(); s != nil {
+			s.Resize(cols, rows)
+		}
 	}
 	return nil
 }

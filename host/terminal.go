@@ -78,6 +78,9 @@ func screenOf(s termscreen.Snapshot) Screen {
 // job's input, and the output not yet given to the owner, head and tail
 // within the job's output cap.
 type terminal struct {
+	// screen is the job's emulator; the pump alone writes it, and it
+	// is dropped (under mu) once closed, so a finished job that is
+	// remembered does not keep an emulator's memory.
 	screen   *termscreen.Screen
 	limit    int           // bytes of unread output kept: half head, half tail
 	kick     chan struct{} // asks the pump to read now
@@ -257,7 +260,7 @@ func (j *Jobs) pump(jb *job) {
 // forwardReplies writes what the screen answers to the program's queries
 // to the job's input, until the screen closes.
 func forwardReplies(jb *job) {
-	for b := range jb.term.screen.Replies() {
+	for b := range jb.term.liveScreen().Replies() {
 		ctx, cancel := context.WithTimeout(context.Background(), replyWriteTimeout)
 		_ = pluginapi.WriteInput(ctx, jb.proc, b, false)
 		cancel()
@@ -277,6 +280,7 @@ func (j *Jobs) runTerminal(jb *job) {
 		_ = t.screen.Close()
 		<-fwd
 		t.mu.Lock()
+		t.screen = nil
 		t.final = &last
 		t.waiting = false
 		close(t.changed)
@@ -284,6 +288,13 @@ func (j *Jobs) runTerminal(jb *job) {
 		t.mu.Unlock()
 		close(t.done)
 	}()
+}
+
+// liveScreen is the job's screen, nil once the job ended.
+func (t *terminal) liveScreen() *termscreen.Screen {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.screen
 }
 
 func later(a, b time.Time) time.Time {
@@ -423,13 +434,13 @@ func (j *Jobs) Screen(ctx context.Context, owner string, id JobID) (Screen, JobI
 	for {
 		t.hurry()
 		t.mu.Lock()
-		changed, final, current, waiting := t.changed, t.final, t.readAt.After(asked), t.waiting
+		changed, final, current, waiting, screen := t.changed, t.final, t.readAt.After(asked), t.waiting, t.screen
 		t.mu.Unlock()
 		if final != nil {
 			return *final, j.info(jb), nil
 		}
 		if current {
-			s := screenOf(t.screen.Snapshot())
+			s := screenOf(screen.Snapshot())
 			s.WaitingForInput = waiting
 			return s, j.info(jb), nil
 		}
@@ -451,7 +462,11 @@ func (j *Jobs) Type(ctx context.Context, owner string, id JobID, text string) er
 	if err != nil {
 		return err
 	}
-	b, err := termkeys.Parse(text, termkeys.Options{AppCursorKeys: !isClosed(jb.term.done) && jb.term.screen.AppCursorKeys()})
+	var appCursor bool
+	if s := jb.term.liveScreen(); s != nil {
+		appCursor = s.AppCursorKeys()
+	}
+	b, err := termkeys.Parse(text, termkeys.Options{AppCursorKeys: appCursor})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrToolInput, err)
 	}
