@@ -377,3 +377,28 @@ func TestMCPTTYReloadKillsTerminalJobs(t *testing.T) {
 	}
 	call(t, cs, "job_kill", map[string]any{"job_id": id})
 }
+
+// A terminal job dies with its owner's session: over HTTP, once the
+// session closed and the grace passed, its shell and what it runs are gone.
+func TestMCPTTYDiesWithItsHTTPSession(t *testing.T) {
+	tag := scenario(t)
+	srv := startHTTPServer(t, tag, tokenSettings("jobGraceMs: 200"), "DSH_TEST_MCP_TOKEN="+testToken)
+	cs, _ := httpSession(t, srv.url, testToken)
+	id, text := ttyStart(t, cs, `echo "pid=$$"; sleep 1012 & read x`, 5000)
+	m := regexp.MustCompile(`pid=(\d+)`).FindStringSubmatch(text)
+	if m == nil || !strings.Contains(text, waitingNote) {
+		t.Fatalf("terminal job %s: %q", id, text)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if len(procsRunning(tag, "sleep 1012")) != 1 {
+		t.Fatal("the terminal job's sleep is not running")
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("closing the session: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); syscall.Kill(pid, 0) == nil || len(procsRunning(tag, "sleep 1012")) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the terminal job outlived its closed session and the grace by 15s")
+		}
+	}
+}

@@ -41,7 +41,7 @@ func jobInputSchema() json.RawMessage {
 		"type": "object",
 		"properties": map[string]any{
 			"job_id": map[string]any{"type": "string", "description": "A job started with bash and tty: true."},
-			"text":   map[string]any{"type": "string", "description": "What to type. A line the program should take ends with <Enter>. " + host.TermKeysSyntax},
+			"text":   map[string]any{"type": "string", "description": "What to type. A line the program should take ends with <Enter>; an empty text types nothing and returns what the job shows within yield_ms. " + host.TermKeysSyntax},
 			"yield_ms": map[string]any{"type": "integer", "minimum": 0, "maximum": host.MaxYieldMs,
 				"description": "How long to wait for what the job shows, in milliseconds (default 1000, at most 30000). The call returns sooner when the job ends, or waits for input again."},
 		},
