@@ -505,7 +505,9 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 	}
 	if jb.term != nil {
 		// The pump reads a terminal job's output; this takes what it
-		// kept.
+		// kept, and has it read soon: a caller that polls gets what is
+		// new at its next call.
+		jb.term.hurry()
 		tr := j.terminalRead(jb)
 		jb.reads.Lock()
 		spill := jb.pos.spillPaths()
