@@ -85,10 +85,15 @@ func (t *BashTool) Input(ctx context.Context, owner string, in JobInput) (string
 
 // RenderTerminalRead renders what a terminal job showed for a model: its
 // output without what only a terminal reads (escape codes, overwritten
-// lines), then where the job is, then whether it waits for input; an
+// lines), or the screen of a full-screen program, then where the job is, then whether it waits for input; an
 // ended job's exit marker last, as pluginapi.ParseExitStatus reads it.
 func RenderTerminalRead(r TerminalRead) string {
 	body := TerminalText(r.Text)
+	if r.Screen != nil {
+		// A full-screen program's output is drawing: its screen says
+		// what it shows.
+		body = "[a full-screen program; its screen:]\n" + RenderScreen(*r.Screen)
+	}
 	var notes []string
 	if r.Lossy {
 		notes = append(notes, "[some output was dropped before the host read it]")

@@ -336,7 +336,11 @@ type TerminalRead struct {
 	// WaitingForInput: the job waits for input (see
 	// pluginapi.OutputRead.WaitingForInput), as of the latest read.
 	WaitingForInput bool
-	Job             JobInfo
+	// Screen, when the program is full-screen (on the alternate screen:
+	// vim, less, top), is its screen after the read: its output is
+	// drawing, which only a screen shows.
+	Screen *Screen
+	Job    JobInfo
 }
 
 // Yield waits for a terminal job of owner's to have something to say
@@ -379,7 +383,15 @@ func (j *Jobs) Yield(ctx context.Context, owner string, id JobID, since time.Tim
 		}
 		quiet := t.waitReads >= quietReads && t.readAt.Sub(later(t.waitSince, since)) >= quietFor
 		ready := t.waiting && t.readAt.After(since) && (t.outputAt.After(since) || quiet)
+		// A full-screen program draws in bursts, and waits on its
+		// input with a timeout (vim after an Esc): its output counts
+		// once it has stopped a moment.
+		drawn := t.readAt.Sub(t.outputAt) >= terminalQuiet
+		screen := t.screen
 		t.mu.Unlock()
+		if ready && !drawn && screen != nil && screen.AltScreen() {
+			ready = false
+		}
 		if ended || ready {
 			break
 		}
@@ -410,7 +422,14 @@ func (j *Jobs) terminalRead(jb *job) TerminalRead {
 	if info.State != JobRunning {
 		waiting = false
 	}
-	return TerminalRead{Text: text, Lossy: lossy, WaitingForInput: waiting, Job: info}
+	r := TerminalRead{Text: text, Lossy: lossy, WaitingForInput: waiting, Job: info}
+	if s := jb.term.liveScreen(); s != nil && info.State == JobRunning {
+		if snap := s.Snapshot(); snap.AltScreen {
+			scr := screenOf(snap)
+			r.Screen = &scr
+		}
+	}
+	return r
 }
 
 // Screen returns a terminal job's screen as it is now: what the job

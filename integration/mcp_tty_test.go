@@ -245,7 +245,9 @@ func TestMCPTTYVi(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "note.txt")
 	id, _ := ttyStart(t, cs, "vi "+file, 3000)
 	screenUntil(t, cs, id, "note.txt")
-	input(t, cs, id, "iwritten from vi<Esc>", 3000)
+	if text := input(t, cs, id, "iwritten from vi<Esc>", 3000); !strings.Contains(text, "written from vi") || !strings.Contains(text, "alternate screen on") {
+		t.Errorf("job_input to vi: %q, want its screen", text)
+	}
 	input(t, cs, id, ":wq<Enter>", 3000)
 	waitEnded(t, cs, id)
 	if b, err := os.ReadFile(file); err != nil || string(b) != "written from vi\n" {
