@@ -29,13 +29,16 @@ var DefaultTerminal = pluginapi.Terminal{Rows: 24, Cols: 80}
 
 // How a terminal job's pump polls its output: at once while a caller
 // waits for what the job shows, fast for a while after output or a
-// caller's kick, slowly while the job is quiet. A caller that needs the
+// caller's kick, then less and less often while the job stays quiet (an
+// owner's terminal jobs mostly wait for input, and each read costs the
+// executor a look at the job's processes). A caller that needs the
 // screen as it is now kicks it and waits for the read.
 const (
-	pumpEagerPoll = 100 * time.Microsecond
-	pumpFastPoll  = 2 * time.Millisecond
-	pumpFastFor   = 250 * time.Millisecond
-	pumpIdlePoll  = 200 * time.Millisecond
+	pumpEagerPoll   = 100 * time.Microsecond
+	pumpFastPoll    = 2 * time.Millisecond
+	pumpFastFor     = 250 * time.Millisecond
+	pumpIdlePoll    = 200 * time.Millisecond
+	pumpMaxIdlePoll = time.Second
 	// terminalQuiet is how long a job that waits for input, and wrote
 	// nothing since the caller's input, stays quiet before a yield
 	// returns: it took the input and has nothing to say.
@@ -205,6 +208,7 @@ func (t *terminal) hurry() {
 func (j *Jobs) pump(jb *job) {
 	t := jb.term
 	finishedReads := 0
+	idle := pumpFastPoll
 	for {
 		finished := isClosed(t.procDone)
 		began := time.Now()
@@ -239,12 +243,15 @@ func (j *Jobs) pump(jb *job) {
 			continue
 		}
 		t.mu.Lock()
-		wait := pumpIdlePoll
+		var wait time.Duration
 		switch {
 		case t.waiters > 0:
-			wait = pumpEagerPoll
+			wait, idle = pumpEagerPoll, pumpFastPoll
 		case time.Now().Before(t.fastUntil):
-			wait = pumpFastPoll
+			wait, idle = pumpFastPoll, pumpFastPoll
+		default:
+			idle = min(idle*2, pumpMaxIdlePoll)
+			wait = idle
 		}
 		t.mu.Unlock()
 		timer := time.NewTimer(wait)
