@@ -37,6 +37,11 @@ type BashInput struct {
 	// session's workdir, or absolute within its roots) and makes it the
 	// session's working directory: it resets what earlier cds left.
 	Workdir string `json:"workdir,omitempty"`
+	// TTY runs the command on a terminal as a job, and the call returns
+	// what it showed within YieldMs (DefaultYieldMs when 0, at most
+	// MaxYieldMs). Only when the mounted executor offers terminals.
+	TTY     bool  `json:"tty,omitempty"`
+	YieldMs int64 `json:"yield_ms,omitempty"`
 
 	// timeoutGiven says the JSON named a timeout (0 included).
 	timeoutGiven bool
@@ -86,6 +91,8 @@ type BashTool struct {
 	// dirs are the sessions' working directories (cwd.go); they persist
 	// only under bash.
 	dirs sessionDirs
+	// terminals: the executor offers terminals and input (tty).
+	terminals bool
 }
 
 // persistsCWD says whether a session's working directory persists across
@@ -118,14 +125,25 @@ func NewBashTool(ctx context.Context, shell pluginapi.ShellExecutor, jobs *Jobs,
 	if err != nil {
 		return nil, err
 	}
-	return &BashTool{shell: shell, jobs: jobs, sandbox: d.SandboxMode, policy: policy, shellName: d.Shell}, nil
+	return &BashTool{shell: shell, jobs: jobs, sandbox: d.SandboxMode, policy: policy, shellName: d.Shell, terminals: d.Terminals && d.Input}, nil
 }
 
 // Description is the tool's description for a model: it names the mounted
 // executor's shell, which decides the syntax of every command.
 func (t *BashTool) Description() string {
 	return "Run a " + t.shellWord() + " command and return its output, then an exit marker ([exit code: N] or [killed by signal: X]) when it did not exit 0. " +
-		"With run_in_background, start it as a job instead; read it with job_output."
+		"With run_in_background, start it as a job instead; read it with job_output." + t.ttyWords()
+}
+
+// Terminals says whether the tool offers tty: the mounted executor
+// offers terminals and input.
+func (t *BashTool) Terminals() bool { return t.terminals }
+
+func (t *BashTool) ttyWords() string {
+	if !t.terminals {
+		return ""
+	}
+	return " With tty, run it on a terminal as a job, for programs that interact (REPLs, prompts, pagers, editors, top); answer it with job_input."
 }
 
 // shellWord names the mounted shell, or says "shell" when the executor
@@ -144,6 +162,11 @@ func (t *BashTool) InputSchema() json.RawMessage {
 		"timeout":           map[string]any{"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000; one above the executor's maximum, 600000 by default, is capped, and the result says so)."},
 		"description":       map[string]any{"type": "string", "description": "What the command does, in a few words."},
 		"run_in_background": map[string]any{"type": "boolean", "description": "Run as a background job; read it with job_output."},
+	}
+	if t.terminals {
+		props["tty"] = map[string]any{"type": "boolean", "description": TerminalHint}
+		props["yield_ms"] = map[string]any{"type": "integer", "minimum": 0, "maximum": MaxYieldMs,
+			"description": "With tty: how long to wait for what the command shows, in milliseconds (default 1000, at most 30000). The call returns sooner when the command ends, or waits for input."}
 	}
 	if t.persistsCWD() {
 		props["workdir"] = map[string]any{"type": "string", "description": "Run in this directory (relative to the session's workdir, or absolute within the allowed roots) and make it the session's working directory. Without it, the command starts where the session's last command ended (a cd persists)."}
@@ -185,6 +208,17 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 	if in.SandboxPermissions != "" && t.sandbox == pluginapi.SandboxNone {
 		return "", fmt.Errorf("%w: sandbox_permissions: the mounted executor does not sandbox", ErrToolInput)
 	}
+	if in.TTY && !t.terminals {
+		return "", fmt.Errorf("%w: tty: the mounted executor does not offer terminals", ErrToolInput)
+	}
+	if in.YieldMs != 0 && !in.TTY {
+		return "", fmt.Errorf("%w: yield_ms applies only with tty", ErrToolInput)
+	}
+	yield, err := yieldInput(in.YieldMs)
+	if err != nil {
+		return "", err
+	}
+	background := in.RunInBackground || in.TTY
 	switch in.SandboxPermissions {
 	case "", UseDefault, RequireEscalated:
 	default:
@@ -209,10 +243,10 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 			}
 			dir = d
 		}
-		if !in.RunInBackground {
+		if !background {
 			nonce = newNonce()
 		}
-		req.Command = cwdWrap(in.Command, dir, nonce, !in.RunInBackground)
+		req.Command = cwdWrap(in.Command, dir, nonce, !background)
 	}
 	if in.SandboxPermissions == RequireEscalated {
 		err := t.policy.approve(ctx, opts.Approver, EscalationRequest{
@@ -223,6 +257,10 @@ func (t *BashTool) Call(ctx context.Context, owner string, in BashInput, opts Ca
 			return "", err
 		}
 		req.SandboxMode = EscalationTarget
+	}
+	if in.TTY {
+		req.Terminal = &pluginapi.Terminal{Rows: DefaultTerminal.Rows, Cols: DefaultTerminal.Cols}
+		return t.startTerminal(ctx, owner, req, in.Command, yield)
 	}
 	if in.RunInBackground {
 		job, err := t.jobs.start(ctx, owner, req, in.Command)

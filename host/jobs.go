@@ -60,6 +60,9 @@ type JobInfo struct {
 	Exit      pluginapi.ProcessExit
 	StartedAt time.Time
 	EndedAt   time.Time
+	// Terminal: the job runs on a terminal (ExecRequest.Terminal); the
+	// host keeps its screen (Jobs.Screen).
+	Terminal bool
 	// Unread says a finished job has output left for the next read: a
 	// read gives at most what the executor gives at once (its result cap).
 	Unread bool
@@ -109,6 +112,31 @@ type Jobs struct {
 	// subscribers see each notice as it is queued, keyed by their
 	// subscription.
 	subscribers map[*func(Notice)]struct{}
+	// terminalsStarting counts, by owner, the terminal jobs being
+	// started: they count against MaxTerminalJobs.
+	terminalsStarting map[string]int
+	// described is what the executor of generation describedGen said
+	// it offers: a generation's executor does not change.
+	described    *pluginapi.Description
+	describedGen int
+}
+
+// describe is shell's Description, asked once per executor generation.
+func (j *Jobs) describe(ctx context.Context, shell pluginapi.ShellExecutor, gen int) (pluginapi.Description, error) {
+	j.mu.Lock()
+	if d := j.described; d != nil && j.describedGen == gen {
+		j.mu.Unlock()
+		return *d, nil
+	}
+	j.mu.Unlock()
+	d, err := shell.Describe(ctx)
+	if err != nil {
+		return d, err
+	}
+	j.mu.Lock()
+	j.described, j.describedGen = &d, gen
+	j.mu.Unlock()
+	return d, nil
 }
 
 // job is one job's state; mu guards the mutable parts.
@@ -135,6 +163,8 @@ type job struct {
 	// spills reads the spill files when the executor died (Jobs.spills,
 	// or the executor the job started on).
 	spills pluginapi.SpillReader
+	// term is a terminal job's screen and reader; nil without a terminal.
+	term *terminal
 }
 
 // jobTail is what a finished job had left unread: the reads that drained
@@ -224,7 +254,7 @@ func NewJobs(source ShellSource, retain int) *Jobs {
 		retain = DefaultJobRetention
 	}
 	return &Jobs{source: source, retain: retain, jobs: map[JobID]*job{}, notices: map[string][]Notice{},
-		subscribers: map[*func(Notice)]struct{}{}}
+		subscribers: map[*func(Notice)]struct{}{}, terminalsStarting: map[string]int{}}
 }
 
 // unavailableSettleWait bounds how long a read of a job whose executor is
@@ -253,7 +283,7 @@ func (j *Jobs) start(ctx context.Context, owner string, req pluginapi.ExecReques
 	if req.Terminal != nil || req.OpenStdin {
 		// Before Resolve: a plugin built before terminals drops what it
 		// does not know, and would run the command without them.
-		d, err := shell.Describe(ctx)
+		d, err := j.describe(ctx, shell, gen)
 		if err != nil {
 			return JobInfo{}, err
 		}
@@ -270,6 +300,21 @@ func (j *Jobs) start(ctx context.Context, owner string, req pluginapi.ExecReques
 		j.mu.Unlock()
 		return JobInfo{}, ErrJobsClosed
 	}
+	if spec.Terminal != nil {
+		if n := j.liveTerminals(owner) + j.terminalsStarting[owner]; n >= MaxTerminalJobs {
+			j.mu.Unlock()
+			return JobInfo{}, fmt.Errorf("%w: %d terminal jobs run, the limit of one owner (%d): end one (exit it, or job_kill) before starting another",
+				ErrTooManyTerminals, n, MaxTerminalJobs)
+		}
+		j.terminalsStarting[owner]++
+		defer func() {
+			j.mu.Lock()
+			if j.terminalsStarting[owner]--; j.terminalsStarting[owner] <= 0 {
+				delete(j.terminalsStarting, owner)
+			}
+			j.mu.Unlock()
+		}()
+	}
 	j.next++
 	id := JobID("job-" + strconv.Itoa(j.next))
 	j.running.Add(1)
@@ -282,7 +327,7 @@ func (j *Jobs) start(ctx context.Context, owner string, req pluginapi.ExecReques
 		return JobInfo{}, err
 	}
 	jb := &job{
-		info:    JobInfo{ID: id, Owner: owner, Command: command, Generation: gen, State: JobRunning, StartedAt: time.Now()},
+		info:    JobInfo{ID: id, Owner: owner, Command: command, Generation: gen, State: JobRunning, StartedAt: time.Now(), Terminal: spec.Terminal != nil},
 		proc:    proc,
 		done:    make(chan struct{}),
 		readMax: [2]int{recoveredReadMax(spec.StdoutMaxBytes), recoveredReadMax(spec.StderrMaxBytes)},
@@ -306,6 +351,10 @@ func (j *Jobs) start(ctx context.Context, owner string, req pluginapi.ExecReques
 		j.running.Done()
 		return JobInfo{}, ErrJobsClosed
 	}
+	if spec.Terminal != nil {
+		jb.term = newTerminal(*spec.Terminal, int(min(spec.StdoutMaxBytes, 1<<30)))
+		j.runTerminal(jb)
+	}
 	j.jobs[id] = jb
 	info := jb.info
 	j.mu.Unlock()
@@ -322,8 +371,24 @@ func (j *Jobs) watch(jb *job) {
 		exit = j.settle(jb.info.Generation, exit)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), finalReadTimeout)
+	var tail *jobTail
+	var drained bool
+	if t := jb.term; t != nil {
+		// The pump reads what is left, into the screen and what the
+		// owner reads next; then the screen closes.
+		close(t.procDone)
+		<-t.done
+		t.mu.Lock()
+		drained = !t.lossy
+		t.mu.Unlock()
+		tail = &jobTail{}
+	}
 	jb.reads.Lock() // until the tail is in place
-	tail, drained := drainTail(rctx, jb, jb.spills)
+	if tail == nil {
+		tail, drained = drainTail(rctx, jb, jb.spills)
+	} else {
+		tail.spill = jb.pos.spillPaths()
+	}
 	if r, ok := jb.proc.(pluginapi.Releaser); ok && drained {
 		// All the job will ever say is in tail now: the executor may forget it.
 		_ = r.Release(rctx)
@@ -420,7 +485,15 @@ func (j *Jobs) Resize(ctx context.Context, owner string, id JobID, rows, cols in
 		return fmt.Errorf("%w: job %s has finished", pluginapi.ErrInputClosed, id)
 	default:
 	}
-	return pluginapi.Resize(ctx, jb.proc, rows, cols)
+	if err := pluginapi.Resize(ctx, jb.proc, rows, cols); err != nil {
+		return err
+	}
+	if jb.term != nil {
+		if s := jb.term.liveScreen(); s != nil {
+			s.Resize(cols, rows)
+		}
+	}
+	return nil
 }
 
 // Output returns what the job wrote since the owner last read it, and the
@@ -429,6 +502,18 @@ func (j *Jobs) Output(ctx context.Context, owner string, id JobID) (pluginapi.Ou
 	jb, err := j.lookup(owner, id)
 	if err != nil {
 		return pluginapi.OutputRead{}, JobInfo{}, err
+	}
+	if jb.term != nil {
+		// The pump reads a terminal job's output; this takes what it
+		// kept, and has it read soon: a caller that polls gets what is
+		// new at its next call.
+		jb.term.hurry()
+		tr := j.terminalRead(jb)
+		jb.reads.Lock()
+		spill := jb.pos.spillPaths()
+		jb.reads.Unlock()
+		return pluginapi.OutputRead{Delta: tr.Text, Lossy: tr.Lossy, WaitingForInput: tr.WaitingForInput,
+			StdoutSpillPath: spill[0]}, tr.Job, nil
 	}
 	jb.reads.Lock()
 	j.mu.Lock()
@@ -525,6 +610,17 @@ func (j *Jobs) Running() int {
 	n := 0
 	for _, jb := range j.jobs {
 		if jb.info.State == JobRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// liveTerminals counts owner's running terminal jobs; j.mu is held.
+func (j *Jobs) liveTerminals(owner string) int {
+	n := 0
+	for _, jb := range j.jobs {
+		if jb.term != nil && jb.info.Owner == owner && jb.info.State == JobRunning {
 			n++
 		}
 	}

@@ -64,7 +64,7 @@ func TestMCPHTTPTypeScriptClient(t *testing.T) {
 	}
 	var tools []string
 	_ = json.Unmarshal(steps["tools"], &tools)
-	if !slices.Equal(tools, []string{"bash", "job_kill", "job_output", "jobs"}) {
+	if !slices.Equal(tools, []string{"bash", "job_input", "job_kill", "job_output", "jobs"}) {
 		t.Errorf("tools: %q", tools)
 	}
 	if got := str("bash"); got != "from ts\n[exit code: 5]" {

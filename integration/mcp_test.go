@@ -86,7 +86,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	return b.String(), res.IsError
 }
 
-func TestMCPListsTheFourTools(t *testing.T) {
+func TestMCPListsTheTools(t *testing.T) {
 	cs := mcpSession(t, scenario(t))
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -103,7 +103,7 @@ func TestMCPListsTheFourTools(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(names, ",") != "bash,job_kill,job_output,jobs" {
+	if strings.Join(names, ",") != "bash,job_input,job_kill,job_output,jobs" {
 		t.Errorf("tools %v", names)
 	}
 }

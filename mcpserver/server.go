@@ -1,5 +1,6 @@
 // Package mcpserver is dsh-host's MCP server, for a host.Runtime: the bash
-// tool and the job tools (job_output, job_kill, jobs), with escalations
+// tool and the job tools (job_output, job_kill, jobs, and job_input for
+// terminal jobs where the executor offers terminals), with escalations
 // approved through elicitation, progress notifications that carry a
 // command's recent output, and completion notices of background jobs. It
 // adds its tools to a go-sdk mcp.Server, so it serves over any of the

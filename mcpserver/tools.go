@@ -13,7 +13,8 @@ import (
 	"github.com/dsh-host/dsh-host/host"
 )
 
-// Register adds the four tools to s: bash, job_output, job_kill and jobs.
+// Register adds the tools to s: bash, job_output, job_kill and jobs, and
+// job_input when the executor offers terminals.
 func (t *Tools) Register(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{
 		Name:        "bash",
@@ -22,9 +23,17 @@ func (t *Tools) Register(s *mcp.Server) {
 	}, t.bash)
 	s.AddTool(&mcp.Tool{
 		Name:        "job_output",
-		Description: "Read what a background job wrote since the last read; wait_ms waits for new output (at most 30000).",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"job_id":{"type":"string"},"wait_ms":{"type":"integer","minimum":0,"maximum":30000}},"required":["job_id"],"additionalProperties":false}`),
+		Description: "Read what a background job wrote since the last read; wait_ms waits for new output (at most 30000)." + screenWords(t.tool.Terminals()),
+		InputSchema: jobOutputSchema(t.tool.Terminals()),
 	}, t.jobOutput)
+	if t.tool.Terminals() {
+		s.AddTool(&mcp.Tool{
+			Name: "job_input",
+			Description: "Type to a job started with tty (bash with tty: true), then return what it showed within yield_ms: " +
+				"the new output, and whether it now waits for input. Keys go by name in angle brackets: \"ls<Enter>\", \"<C-c>\", \"<Esc>:wq<Enter>\".",
+			InputSchema: jobInputSchema(),
+		}, t.jobInput)
+	}
 	s.AddTool(&mcp.Tool{
 		Name:        "job_kill",
 		Description: "Kill a background job and everything it started.",
@@ -81,7 +90,8 @@ func (t *Tools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	if err := decode(req, &in); err != nil {
 		return t.text(owner, "invalid arguments: "+err.Error(), true), nil
 	}
-	if !in.RunInBackground {
+	background := in.RunInBackground || in.TTY
+	if !background {
 		var end func()
 		var n int
 		var ok bool
@@ -90,7 +100,7 @@ func (t *Tools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 		}
 		defer end()
 	}
-	if in.RunInBackground && (t.maxJobs > 0 || t.maxAll > 0) {
+	if background && (t.maxJobs > 0 || t.maxAll > 0) {
 		// The count and the start are one step: calls run concurrently.
 		t.starting.Lock()
 		defer t.starting.Unlock()
@@ -107,7 +117,7 @@ func (t *Tools) bash(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 		asked = t.approvals.approver(req, in)
 		opts.Approver = asked
 	}
-	if token := req.Params.GetProgressToken(); token != nil && !in.RunInBackground {
+	if token := req.Params.GetProgressToken(); token != nil && !background {
 		recent := host.NewRecentLines(progressLines)
 		var stop func()
 		opts.OnOutput = recent.Write
@@ -134,21 +144,31 @@ func (t *Tools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	var in struct {
 		JobID  string `json:"job_id"`
 		WaitMs int64  `json:"wait_ms"`
+		Screen bool   `json:"screen"`
 	}
 	if err := decode(req, &in); err != nil || in.JobID == "" || in.WaitMs < 0 {
 		return t.text(owner, fmt.Sprintf("invalid arguments: want job_id and a wait_ms >= 0 (%v)", err), true), nil
+	}
+	if in.Screen {
+		return t.jobScreen(ctx, owner, host.JobID(in.JobID))
 	}
 	deadline := time.Now().Add(time.Duration(min(in.WaitMs, maxWaitMs)) * time.Millisecond)
 	var b strings.Builder
 	var lossy bool
 	var spill [2]string
 	var notes []string
+	var waiting bool
 	for {
 		r, info, err := t.jobs.Output(ctx, owner, host.JobID(in.JobID))
 		if err != nil {
 			return t.text(owner, host.ErrorText(err), true), nil
 		}
-		b.WriteString(r.Delta)
+		if info.Terminal {
+			b.WriteString(host.TerminalText(r.Delta))
+		} else {
+			b.WriteString(r.Delta)
+		}
+		waiting = r.WaitingForInput && info.State == host.JobRunning
 		lossy = lossy || r.Lossy
 		if info.Note != "" {
 			notes = append(notes, info.Note)
@@ -158,6 +178,9 @@ func (t *Tools) jobOutput(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		}
 		if b.Len() > 0 || info.State != host.JobRunning || !time.Now().Before(deadline) {
 			b.WriteString(jobOutputEnd(lossy, spill, notes, info))
+			if waiting {
+				b.WriteString("\n" + host.WaitingNote)
+			}
 			return t.text(owner, b.String(), false), nil
 		}
 		select {

@@ -67,7 +67,7 @@ func main() {
 	warmup := flag.Int("warmup", 30, "unmeasured iterations of each side first")
 	bin := flag.String("dsh-host", "", "dsh-host binary to measure (default: build one)")
 	breakdown := flag.Bool("breakdown", false, "also time the parts of a run through the plugin")
-	only := flag.String("only", "", "measure only this step (latency, sandbox, sequential, concurrent, spill, background, cold, reload, mcp, mcp-http, container, ssh, kubernetes, breakdown)")
+	only := flag.String("only", "", "measure only this step (latency, sandbox, sequential, concurrent, spill, background, cold, reload, mcp, mcp-http, tty, container, ssh, kubernetes, breakdown)")
 	flag.Parse()
 	if err := run(*bin, *n, *warmup, *breakdown, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -140,6 +140,7 @@ func run(bin string, n, warmup int, breakdown bool, only string) error {
 		{"reload", func() ([]figure, error) { return hotReload(ctx, bin, 10) }},
 		{"mcp", func() ([]figure, error) { return mcpLatency(ctx, shell, bin, n, warmup) }},
 		{"mcp-http", func() ([]figure, error) { return mcpHTTP(ctx, bin, n, warmup) }},
+		{"tty", func() ([]figure, error) { return ttyLatency(ctx, bin, n, warmup) }},
 		{"container", func() ([]figure, error) { return containerLatency(ctx, bin, shell, n, warmup) }},
 		{"ssh", func() ([]figure, error) { return sshLatency(ctx, bin, n, warmup) }},
 		{"kubernetes", func() ([]figure, error) { return kubernetesLatency(ctx, bin, n, warmup) }},

@@ -242,6 +242,14 @@ func (s *Screen) AppCursorKeys() bool {
 	return s.appCursor
 }
 
+// AltScreen reports whether the program is on the alternate screen (a
+// full-screen program), without rendering the screen.
+func (s *Screen) AltScreen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.emu.IsAltScreen()
+}
+
 // Snapshot renders the screen as it is now.
 func (s *Screen) Snapshot() Snapshot {
 	s.mu.Lock()
