@@ -288,7 +288,7 @@ func quickstartClient(t *testing.T, node string, env []string, spec map[string]a
 		case "tools":
 			var tools []string
 			_ = json.Unmarshal(line.Value, &tools)
-			if !slices.Equal(tools, []string{"bash", "job_kill", "job_output", "jobs"}) {
+			if !slices.Equal(tools, []string{"bash", "job_input", "job_kill", "job_output", "jobs"}) {
 				t.Errorf("tools: %q", tools)
 			}
 		case "bash":
