@@ -265,9 +265,13 @@ func TestMCPTTYCtrlCInInteractiveBash(t *testing.T) {
 	if strings.Contains(text, waitingNote) {
 		t.Errorf("bash running sleep 100 said to wait for input: %q", text)
 	}
+	// The echo of the line may come before bash's child exec'd sleep.
 	sleeping := sleepers(100)
-	if len(sleeping) == 0 {
-		t.Fatal("no sleep 100 runs")
+	for deadline := time.Now().Add(10 * time.Second); len(sleeping) == 0; sleeping = sleepers(100) {
+		if time.Now().After(deadline) {
+			t.Fatal("no sleep 100 runs")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	input(t, cs, id, "<C-c>", 2000)
 	text = input(t, cs, id, "echo after-$((6 * 7))<Enter>", 5000)
@@ -392,8 +396,12 @@ func TestMCPTTYDiesWithItsHTTPSession(t *testing.T) {
 		t.Fatalf("terminal job %s: %q", id, text)
 	}
 	pid, _ := strconv.Atoi(m[1])
-	if len(procsRunning(tag, "sleep 1012")) != 1 {
-		t.Fatal("the terminal job's sleep is not running")
+	// The shell waits at read as soon as it forked the sleep, which may
+	// not have exec'd yet.
+	for deadline := time.Now().Add(10 * time.Second); len(procsRunning(tag, "sleep 1012")) != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the terminal job's sleep is not running")
+		}
 	}
 	if err := cs.Close(); err != nil {
 		t.Logf("closing the session: %v", err)
