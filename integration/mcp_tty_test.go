@@ -464,8 +464,12 @@ func TestMCPTTYDiesWithItsHTTPSession(t *testing.T) {
 		t.Fatalf("terminal job %s: %q", id, text)
 	}
 	pid, _ := strconv.Atoi(m[1])
-	if len(procsRunning(tag, "sleep 1012")) != 1 {
-		t.Fatal("the terminal job's sleep is not running")
+	// The shell reads once it forked the sleep, which may not have
+	// executed sleep yet.
+	for deadline := time.Now().Add(5 * time.Second); len(procsRunning(tag, "sleep 1012")) != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the terminal job's sleep is not running")
+		}
 	}
 	if err := cs.Close(); err != nil {
 		t.Logf("closing the session: %v", err)
