@@ -259,7 +259,9 @@ func TestMCPTTYLess(t *testing.T) {
 		file := x.scratch(t) + "/long.txt"
 		id, _ := ttyStart(t, cs, "printf 'row %s\\n' {1..500} > "+file+" && less "+file, 3000)
 		first := screenUntil(t, cs, id, "row 1\n")
-		if strings.Contains(first, "row 30\n") {
+		// GNU less switches to the alternate screen; busybox's (the
+		// container's) draws on the main one.
+		if strings.Contains(first, "row 30\n") || (x.engine == "" && !strings.Contains(first, "alternate screen on")) {
 			t.Errorf("less's first page: %q", first)
 		}
 		input(t, cs, id, "<Space>", 3000)
@@ -279,7 +281,7 @@ func TestMCPTTYVi(t *testing.T) {
 		file := x.scratch(t) + "/note.txt"
 		id, _ := ttyStart(t, cs, "vi "+file, 3000)
 		screenUntil(t, cs, id, "note.txt")
-		if text := input(t, cs, id, "iwritten from vi<Esc>", 3000); !strings.Contains(text, "written from vi") {
+		if text := input(t, cs, id, "iwritten from vi<Esc>", 3000); !strings.Contains(text, "written from vi") || !strings.Contains(text, "alternate screen on") {
 			t.Errorf("job_input to vi: %q, want its screen", text)
 		}
 		// vim in a sandbox cannot write ~/.viminfo (outside the writable
