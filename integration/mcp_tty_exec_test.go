@@ -112,6 +112,13 @@ func ttySession(t *testing.T, e ttyExecutor) *ttyTarget {
 		})
 	}
 	x.cs, x.cmd = mcpSessionCmd(t, x.tag, args...)
+	if e.remote {
+		// The scenario's check of this machine's /proc sees what the
+		// commands leave only if they carry the tag.
+		if out, _ := call(t, x.cs, "bash", map[string]any{"command": "echo $" + tagVar}); out != x.tag {
+			t.Fatalf("%s's commands do not carry %s=%s (forwardEnv): %q", e.name, tagVar, x.tag, out)
+		}
+	}
 	return x
 }
 
