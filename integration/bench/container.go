@@ -88,14 +88,18 @@ func containerLatency(ctx context.Context, bin string, local pluginapi.ShellExec
 	if err != nil {
 		return nil, err
 	}
-	return []figure{
+	tty, err := ttyKeystrokeVia(ctx, bin, "container", map[string]any{"engine": addr, "image": image}, n/5, warmup/5)
+	if err != nil {
+		return nil, err
+	}
+	return append(tty, []figure{
 		{"container_exec_api_vs_executor_speedup", api / executor, "x", ">=", 10},
 		{"container_vs_local_true_ratio", executor / bl, "x", "<=", 2},
 		{"container_true_median", executor, "ms", ">=", 0},
 		{"container_exec_api_true_median", api, "ms", ">=", 0},
 		{"job_output_busy_vs_idle_container", busyVsIdle, "x", "<=", 1.5},
 		{"container_readspill_vs_docker_cp", readSpill, "x", ">=", 0.8},
-	}, nil
+	}...), nil
 }
 
 // containerReadSpill is readSpillVsDockerCp through a container executor

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,70 +35,17 @@ var benchJobID = regexp.MustCompile(`job-\d+`)
 //   - tty_job_start_vs_bash_true: bash with tty starting a read until
 //     its prompt is back (and, for information, an interactive bash).
 func ttyLatency(ctx context.Context, bin string, n, warmup int) (figs []figure, err error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-bench", Version: "0.1.0"}, nil)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "mcp")}, nil)
+	c, err := connectTTY(ctx, exec.Command(bin, "mcp"))
 	if err != nil {
-		return nil, fmt.Errorf("connecting to dsh-host mcp: %w", err)
+		return nil, err
 	}
 	defer func() {
-		if cerr := session.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the MCP session: %w", cerr)
+		if cerr := c.close(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	tool := func(name string, args map[string]any) (string, error) {
-		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			return "", err
-		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(t.Text)
-			}
-		}
-		if res.IsError {
-			return "", fmt.Errorf("%s: %s", name, b.String())
-		}
-		return b.String(), nil
-	}
-	bashTrue := func() error {
-		text, err := tool("bash", map[string]any{"command": "true"})
-		if err == nil && text != "" {
-			err = fmt.Errorf("bash true gave %q", text)
-		}
-		return err
-	}
-	started, err := tool("bash", map[string]any{"command": ttyShell, "tty": true, "yield_ms": 5000})
+	echoes, err := c.echoes(n, warmup)
 	if err != nil {
-		return nil, err
-	}
-	id := benchJobID.FindString(started)
-	if id == "" || !strings.Contains(started, "$ ") {
-		return nil, fmt.Errorf("the terminal job did not show its prompt: %q", started)
-	}
-	typed := 0
-	echo := func() error {
-		if typed++; typed%60 == 0 {
-			// A fresh line now and then, unmeasured by the echo's
-			// check: the line stays short.
-			if _, err := tool("job_input", map[string]any{"job_id": id, "text": "<C-u>", "yield_ms": 1000}); err != nil {
-				return err
-			}
-		}
-		text, err := tool("job_input", map[string]any{"job_id": id, "text": "x", "yield_ms": 1000})
-		for deadline := time.Now().Add(5 * time.Second); err == nil && !strings.Contains(text, "x"); {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("the echo of x never came: %q", text)
-			}
-			text, err = tool("job_output", map[string]any{"job_id": id, "screen": true})
-		}
-		return err
-	}
-	echoes, err := interleave(n, warmup, echo, bashTrue)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tool("job_kill", map[string]any{"job_id": id}); err != nil {
 		return nil, err
 	}
 	var tmuxEcho []float64
@@ -107,11 +56,11 @@ func ttyLatency(ctx context.Context, bin string, n, warmup int) (figs []figure, 
 	}
 	// A terminal job at the prompt of a read, and an interactive bash
 	// (whose own start, readline and job control, is most of it).
-	starts, trues, err := ttyStarts(tool, bashTrue, ttyPrompt, n, warmup)
+	starts, trues, err := ttyStarts(c.tool, c.bashTrue, ttyPrompt, n, warmup)
 	if err != nil {
 		return nil, err
 	}
-	shells, shellTrues, err := ttyStarts(tool, bashTrue, ttyShell, n, warmup)
+	shells, shellTrues, err := ttyStarts(c.tool, c.bashTrue, ttyShell, n, warmup)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +77,134 @@ func ttyLatency(ctx context.Context, bin string, n, warmup int) (figs []figure, 
 			figure{"tty_keystroke_tmux_median", median(tmuxEcho), "ms", ">=", 0})
 	}
 	return figs, nil
+}
+
+// ttyKeystrokeVia is tty_keystroke_echo_vs_bash_true through `dsh-host
+// mcp` on another executor (its plugin in bin's plugins directory, shell
+// its settings section): a keystroke's echo against that executor's own
+// bash tool call of `true`, as tty_keystroke_echo_vs_bash_true_EXECUTOR.
+func ttyKeystrokeVia(ctx context.Context, bin, executor string, shell map[string]any, n, warmup int) (figs []figure, err error) {
+	f, err := os.CreateTemp("", "dsh-bench-settings-*.json")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	err = json.NewEncoder(f).Encode(map[string]any{"shell": shell})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := connectTTY(ctx, exec.Command(bin, "mcp", "--plugin-dir", filepath.Join(filepath.Dir(bin), "plugins"),
+		"--executor", executor, "--settings", f.Name()))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := c.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	echoes, err := c.echoes(n, warmup)
+	if err != nil {
+		return nil, err
+	}
+	keystroke := median(echoes[0])
+	return []figure{
+		{"tty_keystroke_echo_vs_bash_true_" + executor, keystroke / median(echoes[1]), "x", "<=", 1.5},
+		{"tty_keystroke_echo_median_" + executor, keystroke, "ms", ">=", 0},
+	}, nil
+}
+
+// ttyClient is one stdio session with `dsh-host mcp`.
+type ttyClient struct {
+	ctx     context.Context
+	session *mcp.ClientSession
+}
+
+// connectTTY starts cmd, a `dsh-host mcp`, and connects to it.
+func connectTTY(ctx context.Context, cmd *exec.Cmd) (*ttyClient, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "dsh-bench", Version: "0.1.0"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to dsh-host mcp: %w", err)
+	}
+	return &ttyClient{ctx: ctx, session: session}, nil
+}
+
+func (c *ttyClient) close() error {
+	if err := c.session.Close(); err != nil {
+		return fmt.Errorf("closing the MCP session: %w", err)
+	}
+	return nil
+}
+
+// tool calls a tool, and returns its text; a tool's error result is an
+// error.
+func (c *ttyClient) tool(name string, args map[string]any) (string, error) {
+	res, err := c.session.CallTool(c.ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, ct := range res.Content {
+		if t, ok := ct.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	if res.IsError {
+		return "", fmt.Errorf("%s: %s", name, b.String())
+	}
+	return b.String(), nil
+}
+
+// bashTrue is a bash tool call of `true`.
+func (c *ttyClient) bashTrue() error {
+	text, err := c.tool("bash", map[string]any{"command": "true"})
+	if err == nil && text != "" {
+		err = fmt.Errorf("bash true gave %q", text)
+	}
+	return err
+}
+
+// echoes times job_input "x" to an interactive bash until its echo is
+// back, interleaved with bashTrue: the times of each, in that order.
+func (c *ttyClient) echoes(n, warmup int) ([][]float64, error) {
+	started, err := c.tool("bash", map[string]any{"command": ttyShell, "tty": true, "yield_ms": 5000})
+	if err != nil {
+		return nil, err
+	}
+	id := benchJobID.FindString(started)
+	if id == "" || !strings.Contains(started, "$ ") {
+		return nil, fmt.Errorf("the terminal job did not show its prompt: %q", started)
+	}
+	typed := 0
+	echo := func() error {
+		if typed++; typed%60 == 0 {
+			// A fresh line now and then, unmeasured by the echo's
+			// check: the line stays short.
+			if _, err := c.tool("job_input", map[string]any{"job_id": id, "text": "<C-u>", "yield_ms": 1000}); err != nil {
+				return err
+			}
+		}
+		text, err := c.tool("job_input", map[string]any{"job_id": id, "text": "x", "yield_ms": 1000})
+		for deadline := time.Now().Add(5 * time.Second); err == nil && !strings.Contains(text, "x"); {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the echo of x never came: %q", text)
+			}
+			text, err = c.tool("job_output", map[string]any{"job_id": id, "screen": true})
+		}
+		return err
+	}
+	echoes, err := interleave(n, warmup, echo, c.bashTrue)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.tool("job_kill", map[string]any{"job_id": id}); err != nil {
+		return nil, err
+	}
+	return echoes, nil
 }
 
 // tmuxKeystroke times tmux's round trip of a keystroke to the same
